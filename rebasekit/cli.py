@@ -1,0 +1,39 @@
+"""The ``rebasekit`` command line: a thin shell over the pure analysis modules.
+
+Each command lives in ``rebasekit/commands/<name>.py`` and exposes ``register(app)``;
+this module only assembles them, so ``rebasekit --help`` lists exactly what exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="rebasekit",
+    help="Keep a vLLM-patching plugin alive across vLLM releases.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# One entry per command module; each module's register(app) adds its commands.
+COMMAND_MODULES: list[str] = [
+]
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"rebasekit.commands.{name}").register(app)
+
+
+_register_all()
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
