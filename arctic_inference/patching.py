@@ -28,6 +28,8 @@ Why this shape:
   class: ``SchedulerPatch._orig_schedule(self)``. At apply time each alias is
   checked against the target, so an upstream rename fails loudly instead of
   leaving a wrapper around nothing.
+  For a classmethod, alias the plain function (``Target.make.__func__``)
+  and call it with ``cls``; a staticmethod alias is already a plain function.
 * Descriptors are copied from the class ``__dict__`` (never via ``getattr``),
   so a ``staticmethod``, ``classmethod`` or ``property`` stays one.
 * Applying twice is a no-op: a patch is keyed by its defining module and
@@ -110,6 +112,9 @@ class PatchRecord:
     target_kind: Literal["class", "module"]
     attributes: tuple[AttributeChange, ...]
     aliases: tuple[str, ...]  # names captured as ``_orig_<name>``
+    # The live objects, for runtime checks; not part of equality or repr.
+    target_object: object = dataclasses.field(default=None, compare=False, repr=False)
+    patch_class: type | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def replaced(self) -> tuple[str, ...]:
@@ -266,6 +271,8 @@ class ArcticPatch:
                 target_kind="module" if is_module else "class",
                 attributes=tuple(changes),
                 aliases=tuple(aliases),
+                target_object=target,
+                patch_class=cls,
             )
             _registry[key] = record
             return record

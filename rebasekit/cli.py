@@ -20,6 +20,13 @@ app = typer.Typer(
 
 # One entry per command module; each module's register(app) adds its commands.
 COMMAND_MODULES: list[str] = [
+    "scan",
+    "corpus",
+    "corpus_lock",
+    "diff_method",
+    "port",
+    "compare_pins",
+    "runbook",
 ]
 
 

@@ -1,0 +1,11 @@
+"""Suffix decoding: a native suffix-tree cache that drafts speculative tokens.
+
+vLLM's built-in ``method="suffix"`` proposer imports ``SuffixDecodingCache``
+from here, so installing this package next to vLLM is all it needs.
+"""
+
+from arctic_inference.suffix_decoding.cache import SuffixDecodingCache
+from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
+from arctic_inference.suffix_decoding.policy import LoadAwareBackoff
+
+__all__ = ["SuffixDecodingCache", "SuffixDecodingDraft", "LoadAwareBackoff"]

@@ -1,0 +1,202 @@
+"""``SuffixDecodingCache``: the object vLLM's suffix proposer drives.
+
+Two kinds of native trees: one per active request over its prompt and
+response so far (dropped when the request stops), and one global tree over
+the responses of recent requests (active ones included), limited to
+``max_cached_requests`` responses with least-recently-written eviction.
+``speculate`` asks both trees and keeps the draft with the larger expected
+number of accepted tokens.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Hashable
+from itertools import count
+from typing import Any
+
+from arctic_inference.suffix_decoding import _C
+from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
+from arctic_inference.suffix_decoding.policy import LoadAwareBackoff
+
+_PROMPT = 0  # sequence id of the prompt+response inside a request tree
+
+
+def _check_req_id(req_id: Any) -> None:
+    if not isinstance(req_id, Hashable) or isinstance(req_id, (float, bool)) or req_id is None:
+        raise ValueError(f"request id must be a str or int, got {type(req_id).__name__}")
+
+
+def _draft(result: tuple, source: str) -> SuffixDecodingDraft:
+    tokens, parents, probs, score, match_len = result
+    return SuffixDecodingDraft(tokens, parents, probs, score, match_len, source if tokens else "")
+
+
+class SuffixDecodingCache:
+    """Suffix-tree draft cache with the interface vLLM 0.26.0's proposer uses."""
+
+    def __init__(
+        self,
+        max_tree_depth: int = 64,
+        max_cached_requests: int = -1,
+        backoff: LoadAwareBackoff | None | bool = True,  # env ARCTIC_INFERENCE_SUFFIX_BACKOFF=0: off
+        tree_min_gain: float = 0.25,
+    ) -> None:
+        if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, int) or max_tree_depth < 1:
+            raise ValueError(f"max_tree_depth must be an int >= 1, got {max_tree_depth!r}")
+        if isinstance(max_cached_requests, bool) or not isinstance(max_cached_requests, int):
+            raise ValueError(f"max_cached_requests must be an int, got {max_cached_requests!r}")
+        self.max_tree_depth = max_tree_depth
+        # < 0: unlimited; 0: no global tree (request trees only).
+        self.max_cached_requests = max_cached_requests
+        self.tree_min_gain = tree_min_gain
+        if backoff is True:
+            # vLLM builds the cache with defaults; the env var lets benchmarks compare.
+            off = os.environ.get("ARCTIC_INFERENCE_SUFFIX_BACKOFF", "1") == "0"
+            backoff = None if off else LoadAwareBackoff()
+        self.backoff: LoadAwareBackoff | None = backoff or None
+        self._global = _C.SuffixTree(max_tree_depth)
+        self._local: dict[Hashable, Any] = {}  # req_id -> request tree
+        self._seq: dict[Hashable, int] = {}  # req_id -> id in the global tree (cached)
+        self._lru: OrderedDict[Hashable, None] = OrderedDict()  # cached ids, oldest first
+        self._ids = count(1)
+
+    # ------------------------------------------------------------- views
+    @property
+    def active_requests(self):
+        """Ids of requests started and not yet stopped (a live set view)."""
+        return self._local.keys()
+
+    @property
+    def cached_requests(self):
+        """Ids whose responses are in the global tree (a live set view)."""
+        return self._lru.keys()
+
+    @property
+    def global_tree(self):
+        return self._global
+
+    def request_tree(self, req_id: Hashable):
+        return self._tree(req_id)
+
+    # ------------------------------------------------------------- lifecycle
+    def start_request(self, req_id: Hashable, prompt_token_ids) -> None:
+        """Build the request tree over the prompt; reserve a global slot."""
+        _check_req_id(req_id)
+        if req_id in self._local:
+            raise ValueError(f"request {req_id!r} is already active")
+        tree = _C.SuffixTree(self.max_tree_depth)
+        tree.extend(_PROMPT, prompt_token_ids)  # validates the tokens
+        if req_id in self._seq:
+            self.evict_cached_response(req_id)
+        self._local[req_id] = tree
+        if self.backoff is not None:
+            self.backoff.start(req_id)
+        if self.max_cached_requests != 0:
+            while 0 < self.max_cached_requests <= len(self._lru):
+                self._evict_one()
+            self._seq[req_id] = next(self._ids)
+            self._lru[req_id] = None
+
+    def add_active_response(self, req_id: Hashable, token_ids) -> None:
+        """Append newly generated tokens to the request and global trees."""
+        tree = self._tree(req_id)
+        tree.extend(_PROMPT, token_ids)
+        seq = self._seq.get(req_id)
+        if seq is not None:
+            self._global.extend(seq, token_ids)
+            self._lru.move_to_end(req_id)
+        if self.backoff is not None:
+            self.backoff.observe(req_id, len(token_ids))
+
+    def stop_request(self, req_id: Hashable) -> None:
+        """Drop the request tree; its response stays cached globally."""
+        self._tree(req_id)
+        del self._local[req_id]
+        if self.backoff is not None:
+            self.backoff.stop(req_id)
+
+    def evict_cached_response(self, req_id: Hashable) -> None:
+        """Remove a response from the global tree (the request may stay active)."""
+        _check_req_id(req_id)
+        seq = self._seq.pop(req_id, None)
+        if seq is None:
+            raise KeyError(f"request {req_id!r} has no cached response")
+        del self._lru[req_id]
+        self._global.remove(seq)
+
+    def _evict_one(self) -> None:
+        # Oldest finished response first; an active one only if all are active.
+        victim = next((r for r in self._lru if r not in self._local), None)
+        self.evict_cached_response(next(iter(self._lru)) if victim is None else victim)
+
+    def _tree(self, req_id: Hashable):
+        _check_req_id(req_id)
+        tree = self._local.get(req_id)
+        if tree is None:
+            raise KeyError(f"request {req_id!r} is not active (start_request first)")
+        return tree
+
+    # ------------------------------------------------------------- drafting
+    def speculate(
+        self,
+        req_id: Hashable,
+        pattern,
+        max_spec_tokens: int | None = None,
+        max_spec_factor: float = 1.0,
+        max_spec_offset: float = 0.0,
+        min_token_prob: float = 0.1,
+        use_tree_spec: bool = False,
+    ) -> SuffixDecodingDraft:
+        """Draft continuation tokens for the context ending in ``pattern``.
+
+        The draft is at most ``max_spec_factor * match_len + max_spec_offset``
+        long, stops where the cumulative frequency probability falls below
+        ``min_token_prob``, and comes from whichever tree (request or global)
+        promises more accepted tokens. With ``use_tree_spec`` a branching
+        draft is returned when it beats the best path by ``tree_min_gain``.
+        """
+        tree = self._tree(req_id)
+        if max_spec_tokens is None:
+            max_spec_tokens = self.max_tree_depth
+        if not 0.0 <= min_token_prob <= 1.0:
+            raise ValueError(f"min_token_prob must be in [0, 1], got {min_token_prob}")
+        if max_spec_factor < 0:
+            raise ValueError(f"max_spec_factor must be >= 0, got {max_spec_factor}")
+        backoff = self.backoff
+        active = len(self._local)
+        if backoff is not None and backoff.should_skip(req_id, active):
+            return SuffixDecodingDraft()
+        args = (max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
+        best = self._best(tree, pattern, args, False)
+        if use_tree_spec:
+            branched = self._best(tree, pattern, args, True)
+            if branched.score >= best.score + self.tree_min_gain:
+                best = branched
+        if backoff is not None:
+            best = backoff.filter(req_id, best, active)
+        return best
+
+    def _best(self, tree, pattern, args: tuple, use_tree: bool) -> SuffixDecodingDraft:
+        local = _draft(tree.speculate(pattern, *args, use_tree), "request")
+        if self._global.num_tokens == 0:
+            return local
+        shared = _draft(self._global.speculate(pattern, *args, use_tree), "global")
+        return shared if shared.score > local.score else local
+
+    # ------------------------------------------------------------- stats
+    def stats(self) -> dict[str, int]:
+        """Node and byte counts of all trees (for memory tests and benchmarks)."""
+        local_nodes = sum(t.num_nodes for t in self._local.values())
+        local_bytes = sum(t.memory_bytes for t in self._local.values())
+        return {
+            "global_nodes": self._global.num_nodes,
+            "global_bytes": self._global.memory_bytes,
+            "global_tokens": self._global.num_tokens,
+            "request_nodes": local_nodes,
+            "request_bytes": local_bytes,
+            "total_bytes": self._global.memory_bytes + local_bytes,
+            "active": len(self._local),
+            "cached": len(self._lru),
+        }

@@ -1,0 +1,204 @@
+"""The Arctic Inference patch set: every feature, in the order it is applied.
+
+Two ordered lists, one per place a patch must be installed:
+
+* ``ENGINE_FEATURES`` are applied when the plugin loads, in every process
+  vLLM loads plugins in (front end, engine core, workers). They may import
+  vLLM's engine/front-end modules but nothing that touches the GPU.
+* ``WORKER_FEATURES`` are applied inside each worker, right before the worker
+  object exists (see :mod:`arctic_inference.vllm.worker_hook`), so model
+  runner modules are only imported where the GPU is used, after fork/spawn.
+
+Lists are applied front to back; entries later in a list wrap what earlier
+entries installed, so foundation entries come first. Adding a feature is one
+``Feature(...)`` entry in the right list: its patch classes are named by import
+path (imported only when applied), its ``ArcticArg`` knobs are registered at
+plugin load on both sides (so ``vllm serve --help`` always lists them), and
+``enabled`` decides at apply time whether its patches go in at all.
+
+``enabled`` receives a :class:`PatchContext`. On the worker side it carries
+the real ``VllmConfig`` so a predicate can read Arctic values
+(``ctx.arctic("fp32_lm_head")``). On the engine side the config does not exist
+yet (CLI flags are parsed after plugins load), so engine predicates may only
+use environment switches; gate engine behaviour on config values at runtime.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from typing import Any, Literal
+
+from arctic_inference.patching import ArcticPatch, PatchRecord
+from arctic_inference.utils import get_logger, import_object
+from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
+from arctic_inference.vllm import rl_args
+
+logger = get_logger(__name__)
+
+Side = Literal["engine", "worker"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchContext:
+    """What an ``enabled`` predicate or ``setup`` function may look at."""
+
+    side: Side
+    vllm_config: Any | None = None
+
+    def arctic(self, name: str) -> Any:
+        """Resolved value of a registered Arctic arg for this config."""
+        return arctic_value(self.vllm_config, name)
+
+
+def always(ctx: PatchContext) -> bool:
+    """Default predicate: the feature is part of every enabled plugin."""
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    """One feature of the patch set.
+
+    ``patches``: ``"package.module:PatchClass"`` paths, applied in order.
+    ``setup``: optional ``"package.module:function"`` called with the
+    :class:`PatchContext` after the patches (for work a class copy cannot do).
+    ``args``: Arctic engine args the feature reads.
+    """
+
+    name: str
+    summary: str
+    patches: tuple[str, ...] = ()
+    setup: str | None = None
+    args: tuple[ArcticArg, ...] = ()
+    enabled: Callable[[PatchContext], bool] = always
+
+
+ENGINE_FEATURES: tuple[Feature, ...] = (
+    # --- foundation (keep first) ---
+    Feature(
+        name="engine-args",
+        summary="Arctic CLI flags; values land in additional_config['arctic']",
+        patches=("arctic_inference.vllm.args_patch:EngineArgsPatch",),
+    ),
+    Feature(
+        name="worker-bootstrap",
+        summary="apply WORKER_FEATURES inside each worker before it is built",
+        patches=("arctic_inference.vllm.worker_hook:WorkerBasePatch",),
+    ),
+    Feature(
+        name="engine-runtime-check",
+        summary="fail if the engine core or scheduler bypasses the patches",
+        patches=("arctic_inference.vllm.runtime_check:EngineCorePatch",),
+    ),
+    # --- features ---
+    Feature(
+        name="per-seq-max-tokens",
+        summary="rollout replay: per-sample max_tokens for n>1 from extra_args "
+        "(knob checked at run time: serve flags are parsed after plugin load)",
+        patches=(
+            "arctic_inference.vllm.per_seq_max_tokens:SamplingParamsPerSeqPatch",
+            "arctic_inference.vllm.per_seq_max_tokens:InputProcessorPerSeqPatch",
+            "arctic_inference.vllm.per_seq_max_tokens:ParentRequestPerSeqPatch",
+        ),
+        args=(rl_args.PER_SEQ_MAX_TOKENS,),
+    ),
+)
+
+WORKER_FEATURES: tuple[Feature, ...] = (
+    # --- foundation (keep first) ---
+    Feature(
+        name="worker-runtime-check",
+        summary="fail if the worker or model runner bypasses the patches; log banner",
+        patches=("arctic_inference.vllm.runtime_check:WorkerPatch",),
+    ),
+    # --- features ---
+    Feature(
+        name="fp32-lm-head",
+        summary="LM-head projection (logits and greedy argmax) in fp32, no fp32 weight copy",
+        patches=("arctic_inference.vllm.fp32_lm_head:FP32LMHeadPatch",),
+        args=(rl_args.FP32_LM_HEAD,),
+        enabled=rl_args.fp32_lm_head_on,
+    ),
+    Feature(
+        name="sleep-keep-drafter",
+        summary="level-2 sleep saves the drafter to host memory; wake_up restores it",
+        patches=("arctic_inference.vllm.sleep_drafter:WorkerSleepKeepDrafterPatch",),
+        args=(rl_args.SLEEP_KEEP_DRAFTER,),
+        enabled=rl_args.sleep_keep_drafter_on,
+    ),
+)
+
+_FEATURES: dict[Side, tuple[Feature, ...]] = {
+    "engine": ENGINE_FEATURES,
+    "worker": WORKER_FEATURES,
+}
+
+_lock = threading.RLock()
+_applied_sides: dict[Side, tuple[str, ...]] = {}
+
+
+def register_feature_args() -> None:
+    """Register the Arctic args of every feature (both sides)."""
+    for feature in ENGINE_FEATURES + WORKER_FEATURES:
+        for arg in feature.args:
+            register_arctic_arg(arg)
+
+
+def load_patch_class(path: str, feature: Feature) -> type[ArcticPatch]:
+    """Import a patch class named in ``feature``; a wrong path fails clearly."""
+    try:
+        patch = import_object(path)
+    except (ImportError, ValueError) as exc:
+        raise RuntimeError(
+            f"Arctic feature {feature.name!r} names patch {path!r}, which cannot be "
+            f"imported: {exc}"
+        ) from exc
+    if not (isinstance(patch, type) and issubclass(patch, ArcticPatch)):
+        raise RuntimeError(
+            f"Arctic feature {feature.name!r} names {path!r}, which is not an "
+            "ArcticPatch subclass."
+        )
+    return patch
+
+
+def apply_feature(feature: Feature, ctx: PatchContext) -> list[PatchRecord]:
+    """Apply one feature's patches and setup (each patch is idempotent)."""
+    records = [load_patch_class(path, feature).apply() for path in feature.patches]
+    if feature.setup is not None:
+        setup = import_object(feature.setup)
+        if not callable(setup):
+            raise RuntimeError(
+                f"Arctic feature {feature.name!r}: setup {feature.setup!r} is not callable."
+            )
+        setup(ctx)
+    return records
+
+
+def apply_side(side: Side, vllm_config: Any | None = None) -> tuple[str, ...]:
+    """Apply the enabled features of one side, once per process.
+
+    Returns the names of the features that were applied (on a repeat call,
+    those of the first call).
+    """
+    with _lock:
+        if side in _applied_sides:
+            return _applied_sides[side]
+        ctx = PatchContext(side=side, vllm_config=vllm_config)
+        applied = []
+        for feature in _FEATURES[side]:
+            if not feature.enabled(ctx):
+                logger.debug("Arctic feature %s is disabled; not patching", feature.name)
+                continue
+            for record in apply_feature(feature, ctx):
+                logger.debug("Arctic patch applied: %s", record.describe())
+            applied.append(feature.name)
+        _applied_sides[side] = tuple(applied)
+        return _applied_sides[side]
+
+
+def applied_features(side: Side) -> tuple[str, ...] | None:
+    """Feature names applied on ``side`` in this process (None: not yet)."""
+    with _lock:
+        return _applied_sides.get(side)

@@ -1,0 +1,92 @@
+"""Knobs of the RL and memory features (issue 7), defined without importing vLLM.
+
+``patch_set`` imports this module at plugin load to register the flags, so it
+must stay light; the feature modules import it for their runtime gates.
+
+Engine-side patches (per-sequence max tokens) are installed whenever the
+plugin is on, because ``vllm serve`` parses its flags only after plugins load;
+they consult :func:`per_seq_max_tokens_enabled` at run time. Worker-side
+features (fp32 LM head, keep drafter) are switched by the resolved config
+value when the worker applies its patches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arctic_inference.vllm.args import ADDITIONAL_CONFIG_KEY, ArcticArg
+
+__all__ = [
+    "FP32_LM_HEAD",
+    "PER_SEQ_MAX_TOKENS",
+    "SLEEP_KEEP_DRAFTER",
+    "fp32_lm_head_on",
+    "per_seq_max_tokens_enabled",
+    "sleep_keep_drafter_on",
+]
+
+FP32_LM_HEAD = ArcticArg(
+    name="fp32_lm_head",
+    type=bool,
+    default=False,
+    env="ARCTIC_FP32_LM_HEAD",
+    help="Compute the LM-head projection (logits and greedy argmax) in fp32 by "
+    "upcasting bf16/fp16 operands on the fly, without keeping an fp32 copy of "
+    "the weight; logprobs then match an fp32 trainer. Quantized LM heads are "
+    "left to vLLM.",
+)
+
+PER_SEQ_MAX_TOKENS = ArcticArg(
+    name="per_seq_max_tokens",
+    type=bool,
+    default=False,
+    env="ARCTIC_PER_SEQ_MAX_TOKENS",
+    help="Honour SamplingParams.extra_args['arctic_max_tokens_per_seq'] = "
+    "[len_0, ..., len_{n-1}]: with n>1, sample i stops after len_i tokens "
+    "(rollout replay). The list must have n positive ints.",
+)
+
+SLEEP_KEEP_DRAFTER = ArcticArg(
+    name="sleep_keep_drafter",
+    type=bool,
+    default=False,
+    env="ARCTIC_SLEEP_KEEP_DRAFTER",
+    help="With --enable-sleep-mode and a speculative drafter model, save the "
+    "drafter's weights to host memory on sleep(level=2) and restore them on "
+    "wake_up(), which vLLM otherwise leaves uninitialised.",
+)
+
+
+def per_seq_max_tokens_enabled(vllm_config: Any | None = None) -> bool:
+    """Whether per-sample lengths are honoured.
+
+    With a config: its resolved Arctic value. Without one (``SamplingParams``
+    and ``ParentRequest`` have no config at hand): the env variable, which the
+    process that built the config exported and engine processes inherit.
+    """
+    return bool(_resolve(PER_SEQ_MAX_TOKENS, vllm_config))
+
+
+def _resolve(arg: ArcticArg, vllm_config: Any | None) -> Any:
+    """Config section, then env, then default — without needing the registry.
+
+    Same precedence as ``args.arctic_values`` for a built config (its section
+    holds every resolved value), but usable in a process or test where the
+    plugin has not registered the args.
+    """
+    additional = getattr(vllm_config, "additional_config", None) or {}
+    section = additional.get(ADDITIONAL_CONFIG_KEY) or {}
+    if section.get(arg.name) is not None:
+        return arg.convert(section[arg.name], source=f"additional_config[{ADDITIONAL_CONFIG_KEY!r}]")
+    from_env = arg.env_value()
+    return arg.default if from_env is None else from_env
+
+
+def fp32_lm_head_on(ctx: Any) -> bool:
+    """Worker-side predicate of the fp32 LM head feature (``PatchContext``)."""
+    return bool(_resolve(FP32_LM_HEAD, ctx.vllm_config))
+
+
+def sleep_keep_drafter_on(ctx: Any) -> bool:
+    """Worker-side predicate of the keep-drafter-on-sleep feature (``PatchContext``)."""
+    return bool(_resolve(SLEEP_KEEP_DRAFTER, ctx.vllm_config))

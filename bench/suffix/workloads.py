@@ -1,0 +1,93 @@
+"""Seeded token workloads for the suffix-cache replay benchmark.
+
+Each workload yields (prompt, response) pairs of token id lists.
+- agentic: responses re-quote spans of their prompt and of earlier responses
+  (tool outputs, file contents, plans repeated across turns).
+- code: real Python source (the stdlib's .py files) cut into tokens with the
+  stdlib ``tokenize`` module and numbered by first appearance.
+- chat: Zipf-distributed tokens with little verbatim repetition.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import sysconfig
+import tokenize
+from pathlib import Path
+
+import numpy as np
+
+VOCAB = 32000
+
+
+def agentic(n: int, seed: int = 0, prompt_len: int = 1024, resp_len: int = 256):
+    rng = np.random.default_rng(seed)
+    history: list[list[int]] = []
+    system = rng.integers(0, VOCAB, 128).tolist()
+    for _ in range(n):
+        prompt = list(system)
+        while len(prompt) < prompt_len:
+            if history and rng.random() < 0.5:
+                src = history[int(rng.integers(max(0, len(history) - 50), len(history)))]
+                a = int(rng.integers(0, max(1, len(src) - 32)))
+                prompt += src[a : a + int(rng.integers(16, 128))]
+            else:
+                prompt += rng.integers(0, VOCAB, int(rng.integers(8, 64))).tolist()
+        prompt = prompt[:prompt_len]
+        resp: list[int] = []
+        while len(resp) < resp_len:
+            r = rng.random()
+            if r < 0.55:  # quote the prompt
+                a = int(rng.integers(0, len(prompt) - 16))
+                resp += prompt[a : a + int(rng.integers(8, 64))]
+            elif r < 0.8 and history:  # repeat an earlier response
+                src = history[int(rng.integers(0, len(history)))]
+                a = int(rng.integers(0, max(1, len(src) - 16)))
+                resp += src[a : a + int(rng.integers(8, 64))]
+            else:
+                resp += rng.integers(0, VOCAB, int(rng.integers(2, 12))).tolist()
+        resp = resp[:resp_len]
+        history.append(resp)
+        yield prompt, resp
+
+
+def _python_files(limit: int, seed: int) -> list[Path]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.glob("*.py") if p.stat().st_size > 8000)
+    rng = np.random.default_rng(seed)
+    rng.shuffle(files)
+    return files[:limit]
+
+
+def code(n: int, seed: int = 0, prompt_len: int = 1024, resp_len: int = 256):
+    vocab: dict[str, int] = {}
+    produced = 0
+    for path in _python_files(4 * n, seed):
+        try:
+            src = path.read_text(encoding="utf-8")
+            toks = [t.string for t in tokenize.generate_tokens(io.StringIO(src).readline)]
+        except (SyntaxError, UnicodeDecodeError, tokenize.TokenError):
+            continue
+        ids = [vocab.setdefault(s, len(vocab)) for s in toks]
+        # Several (prompt, response) cuts per file: completing inside a file.
+        for start in range(0, len(ids) - prompt_len - resp_len, prompt_len + resp_len):
+            yield ids[start : start + prompt_len], ids[start + prompt_len : start + prompt_len + resp_len]
+            produced += 1
+            if produced >= n:
+                return
+
+
+def chat(n: int, seed: int = 0, prompt_len: int = 512, resp_len: int = 256):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        toks = (rng.zipf(1.3, prompt_len + resp_len) % VOCAB).tolist()
+        yield toks[:prompt_len], toks[prompt_len:]
+
+
+WORKLOADS = {"agentic": agentic, "code": code, "chat": chat}
+
+if __name__ == "__main__":  # quick look at sizes
+    for name, fn in WORKLOADS.items():
+        pairs = list(fn(20))
+        print(name, len(pairs), sum(len(p) + len(r) for p, r in pairs), file=sys.stderr)

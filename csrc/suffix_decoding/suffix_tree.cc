@@ -1,0 +1,358 @@
+#include "suffix_tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <sstream>
+
+namespace suffix {
+
+// ---------------------------------------------------------------- ChildTable
+
+ChildTable::ChildTable() { clear(); }
+
+void ChildTable::clear() {
+  keys_.assign(16, kEmpty);
+  keys_.shrink_to_fit();
+  vals_.assign(16, -1);
+  vals_.shrink_to_fit();
+  mask_ = 15;
+  size_ = 0;
+}
+
+size_t ChildTable::slot(uint64_t key) const {
+  // Fibonacci hashing spreads (parent, token) pairs that differ in few bits.
+  uint64_t h = key * 0x9E3779B97F4A7C15ULL;
+  h ^= h >> 29;
+  return static_cast<size_t>(h) & mask_;
+}
+
+int32_t ChildTable::find(uint64_t key) const {
+  for (size_t i = slot(key);; i = (i + 1) & mask_) {
+    if (keys_[i] == key) return vals_[i];
+    if (keys_[i] == kEmpty) return -1;
+  }
+}
+
+void ChildTable::grow() {
+  std::vector<uint64_t> old_keys;
+  std::vector<int32_t> old_vals;
+  old_keys.swap(keys_);
+  old_vals.swap(vals_);
+  size_t cap = (mask_ + 1) * 2;
+  keys_.assign(cap, kEmpty);
+  vals_.assign(cap, -1);
+  mask_ = cap - 1;
+  for (size_t i = 0; i < old_keys.size(); ++i) {
+    if (old_keys[i] == kEmpty) continue;
+    size_t j = slot(old_keys[i]);
+    while (keys_[j] != kEmpty) j = (j + 1) & mask_;
+    keys_[j] = old_keys[i];
+    vals_[j] = old_vals[i];
+  }
+}
+
+void ChildTable::insert(uint64_t key, int32_t value) {
+  if ((size_ + 1) * 10 > (mask_ + 1) * 7) grow();
+  size_t i = slot(key);
+  while (keys_[i] != kEmpty) i = (i + 1) & mask_;
+  keys_[i] = key;
+  vals_[i] = value;
+  ++size_;
+}
+
+void ChildTable::erase(uint64_t key) {
+  size_t i = slot(key);
+  while (keys_[i] != key) i = (i + 1) & mask_;
+  // Backward-shift deletion keeps probe chains intact without tombstones.
+  size_t j = i;
+  for (;;) {
+    j = (j + 1) & mask_;
+    if (keys_[j] == kEmpty) break;
+    size_t home = slot(keys_[j]);
+    bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
+    if (movable) {
+      keys_[i] = keys_[j];
+      vals_[i] = vals_[j];
+      i = j;
+    }
+  }
+  keys_[i] = kEmpty;
+  vals_[i] = -1;
+  --size_;
+}
+
+// ---------------------------------------------------------------- SuffixTree
+
+SuffixTree::SuffixTree(int32_t max_depth) : max_depth_(max_depth) {
+  nodes_.push_back(Node{-1, 0, -1, -1, -1, -1});
+  live_nodes_ = 1;
+}
+
+int32_t SuffixTree::child_or_create(int32_t node, int32_t token) {
+  uint64_t k = key(node, token);
+  int32_t c = table_.find(k);
+  if (c >= 0) return c;
+  if (!free_.empty()) {
+    c = free_.back();
+    free_.pop_back();
+  } else {
+    c = static_cast<int32_t>(nodes_.size());
+    nodes_.push_back(Node{});
+  }
+  Node& n = nodes_[c];
+  n.token = token;
+  n.count = 0;
+  n.parent = node;
+  n.first_child = -1;
+  n.prev_sib = -1;
+  n.next_sib = nodes_[node].first_child;
+  if (n.next_sib >= 0) nodes_[n.next_sib].prev_sib = c;
+  nodes_[node].first_child = c;
+  table_.insert(k, c);
+  ++live_nodes_;
+  return c;
+}
+
+void SuffixTree::release(int32_t c) {
+  Node& n = nodes_[c];
+  if (n.prev_sib >= 0)
+    nodes_[n.prev_sib].next_sib = n.next_sib;
+  else
+    nodes_[n.parent].first_child = n.next_sib;
+  if (n.next_sib >= 0) nodes_[n.next_sib].prev_sib = n.prev_sib;
+  table_.erase(key(n.parent, n.token));
+  free_.push_back(c);
+  --live_nodes_;
+}
+
+void SuffixTree::extend(int64_t seq_id, const int32_t* tokens, size_t n) {
+  Seq& s = seqs_[seq_id];
+  const size_t keep = static_cast<size_t>(max_depth_ - 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t t = tokens[i];
+    const size_t f = s.frontier.size();
+    const size_t nf = std::min(f + 1, keep);
+    s.frontier.resize(nf);
+    // Grow every live suffix by one token, longest first so the frontier can
+    // be shifted in place.
+    for (size_t k = f; k-- > 0;) {
+      int32_t c = child_or_create(s.frontier[k], t);
+      ++nodes_[c].count;
+      if (k + 1 < nf) s.frontier[k + 1] = c;
+    }
+    int32_t c0 = child_or_create(0, t);
+    ++nodes_[c0].count;
+    ++nodes_[0].count;
+    if (nf > 0) s.frontier[0] = c0;
+    s.tokens.push_back(t);
+  }
+  num_tokens_ += n;
+}
+
+bool SuffixTree::remove(int64_t seq_id) {
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end()) return false;
+  const std::vector<int32_t>& toks = it->second.tokens;
+  const size_t n = toks.size();
+  for (size_t s = 0; s < n; ++s) {
+    --nodes_[0].count;
+    int32_t node = 0;
+    const size_t end = std::min(n, s + static_cast<size_t>(max_depth_));
+    for (size_t j = s; j < end; ++j) {
+      int32_t c = child(node, toks[j]);
+      if (--nodes_[c].count == 0) release(c);
+      node = c;  // still valid for the next lookup: ids are not reused here
+    }
+  }
+  num_tokens_ -= n;
+  seqs_.erase(it);
+  if (seqs_.empty()) {
+    // Give everything back when the tree becomes empty.
+    std::vector<Node>().swap(nodes_);
+    std::vector<int32_t>().swap(free_);
+    nodes_.push_back(Node{-1, 0, -1, -1, -1, -1});
+    table_.clear();
+    live_nodes_ = 1;
+  }
+  return true;
+}
+
+int32_t SuffixTree::walk(const int32_t* tokens, size_t n) const {
+  int32_t node = 0;
+  for (size_t i = 0; i < n && node >= 0; ++i) node = child(node, tokens[i]);
+  return node;
+}
+
+int32_t SuffixTree::longest_match(const int32_t* pattern, size_t n) const {
+  // Only occurrences that continue count: the context itself is stored in
+  // its request tree and always "matches" at its own end. Having a continuing
+  // occurrence is monotone in the suffix length (drop the first token of an
+  // occurrence and it still continues), so binary search the length.
+  auto continues = [&](int32_t len) {
+    int32_t node = walk(pattern + n - len, len);
+    return node >= 0 && nodes_[node].first_child >= 0;
+  };
+  int32_t lo = 0, hi = static_cast<int32_t>(std::min(n, static_cast<size_t>(max_depth_ - 1)));
+  if (hi > 0 && continues(hi)) return hi;
+  --hi;
+  while (lo < hi) {
+    int32_t mid = (lo + hi + 1) / 2;
+    if (continues(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+float SuffixTree::expand_path(int32_t node, int32_t budget, double min_prob, Draft* out) const {
+  // Greedy: follow the most frequent continuation (ties: smaller token id).
+  double p = 1.0;
+  float score = 0.0f;
+  for (int32_t i = 0; i < budget; ++i) {
+    int64_t total = 0;
+    int32_t best = -1;
+    for (int32_t c = nodes_[node].first_child; c >= 0; c = nodes_[c].next_sib) {
+      const Node& cn = nodes_[c];
+      total += cn.count;
+      if (best < 0 || cn.count > nodes_[best].count ||
+          (cn.count == nodes_[best].count && cn.token < nodes_[best].token))
+        best = c;
+    }
+    if (best < 0) break;
+    double q = p * static_cast<double>(nodes_[best].count) / static_cast<double>(total);
+    if (q < min_prob) break;
+    out->token_ids.push_back(nodes_[best].token);
+    out->parents.push_back(i - 1);
+    out->probs.push_back(static_cast<float>(q));
+    score += static_cast<float>(q);
+    p = q;
+    node = best;
+  }
+  return score;
+}
+
+float SuffixTree::expand_tree(int32_t node, int32_t budget, double min_prob, Draft* out) const {
+  // Best-first growth: taking the `budget` most probable nodes maximises the
+  // expected number of accepted tokens, and they always form a subtree.
+  struct Item {
+    double prob;
+    int32_t token;
+    int32_t node;
+    int32_t parent;
+    bool operator<(const Item& o) const {
+      return prob < o.prob || (prob == o.prob && token > o.token);
+    }
+  };
+  std::priority_queue<Item> heap;
+  auto push_children = [&](int32_t from, double p, int32_t parent_idx) {
+    int64_t total = 0;
+    for (int32_t c = nodes_[from].first_child; c >= 0; c = nodes_[c].next_sib) total += nodes_[c].count;
+    if (total == 0) return;
+    for (int32_t c = nodes_[from].first_child; c >= 0; c = nodes_[c].next_sib) {
+      double q = p * static_cast<double>(nodes_[c].count) / static_cast<double>(total);
+      if (q >= min_prob) heap.push(Item{q, nodes_[c].token, c, parent_idx});
+    }
+  };
+  push_children(node, 1.0, -1);
+  float score = 0.0f;
+  while (!heap.empty() && static_cast<int32_t>(out->token_ids.size()) < budget) {
+    Item it = heap.top();
+    heap.pop();
+    int32_t idx = static_cast<int32_t>(out->token_ids.size());
+    out->token_ids.push_back(it.token);
+    out->parents.push_back(it.parent);
+    out->probs.push_back(static_cast<float>(it.prob));
+    score += static_cast<float>(it.prob);
+    push_children(it.node, it.prob, idx);
+  }
+  return score;
+}
+
+Draft SuffixTree::speculate(const int32_t* pattern, size_t n, int32_t max_spec_tokens,
+                            double max_spec_factor, double max_spec_offset,
+                            double min_token_prob, bool use_tree) const {
+  Draft best;
+  if (n == 0 || max_spec_tokens <= 0) return best;
+  const int32_t lmax = longest_match(pattern, n);
+  if (lmax == 0) return best;
+  auto budget = [&](int32_t len) {
+    double lim = std::floor(max_spec_factor * len + max_spec_offset);
+    int32_t b = std::min(max_spec_tokens, max_depth_ - len);
+    if (lim < b) b = static_cast<int32_t>(std::max(0.0, lim));
+    return b;
+  };
+  // A long match is the most specific context, but in a depth-bounded tree
+  // it leaves little room below it. Also try the longest match that leaves
+  // room for a full draft, and one in between; keep the best expected gain.
+  int32_t lfit = lmax;
+  while (lfit > 1 && budget(lfit) < std::min(max_spec_tokens, budget(lfit - 1))) --lfit;
+  int32_t cands[3] = {lmax, lfit, (lmax + lfit) / 2};
+  for (int ci = 0; ci < 3; ++ci) {
+    const int32_t len = cands[ci];
+    if (len < 1 || (ci == 1 && len == lmax) || (ci == 2 && (len == lmax || len == lfit))) continue;
+    const int32_t b = budget(len);
+    if (b <= 0) continue;
+    const int32_t node = walk(pattern + n - len, len);
+    if (node < 0) continue;
+    Draft d;
+    d.match_len = len;
+    d.score = use_tree ? expand_tree(node, b, min_token_prob, &d)
+                       : expand_path(node, b, min_token_prob, &d);
+    if (d.score > best.score) best = std::move(d);
+  }
+  return best;
+}
+
+int64_t SuffixTree::count(const int32_t* path, size_t n) const {
+  int32_t node = walk(path, n);
+  return node < 0 ? 0 : nodes_[node].count;
+}
+
+std::vector<std::pair<int32_t, int32_t>> SuffixTree::continuations(const int32_t* path,
+                                                                   size_t n) const {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  int32_t node = walk(path, n);
+  if (node < 0) return out;
+  for (int32_t c = nodes_[node].first_child; c >= 0; c = nodes_[c].next_sib)
+    out.emplace_back(nodes_[c].token, nodes_[c].count);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t SuffixTree::memory_bytes() const {
+  size_t b = sizeof(*this) + nodes_.capacity() * sizeof(Node) +
+             free_.capacity() * sizeof(int32_t) + table_.bytes();
+  for (const auto& kv : seqs_) {
+    b += 64 + (kv.second.tokens.capacity() + kv.second.frontier.capacity()) * sizeof(int32_t);
+  }
+  return b;
+}
+
+std::string SuffixTree::check_invariants() const {
+  std::ostringstream err;
+  size_t live = 0;
+  std::vector<char> is_free(nodes_.size(), 0);
+  for (int32_t f : free_) is_free[f] = 1;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (is_free[i]) continue;
+    ++live;
+    const Node& n = nodes_[i];
+    int64_t sum = 0;
+    for (int32_t c = n.first_child; c >= 0; c = nodes_[c].next_sib) {
+      if (nodes_[c].parent != static_cast<int32_t>(i)) err << "bad parent at " << c << "; ";
+      if (table_.find(key(static_cast<int32_t>(i), nodes_[c].token)) != c)
+        err << "table mismatch at " << c << "; ";
+      sum += nodes_[c].count;
+    }
+    if (i > 0 && n.count <= 0) err << "non-positive count at " << i << "; ";
+    if (sum > n.count && i > 0) err << "children exceed parent at " << i << "; ";
+  }
+  if (live != live_nodes_) err << "live count " << live << " != " << live_nodes_ << "; ";
+  if (table_.size() + 1 != live_nodes_) err << "table size mismatch; ";
+  if (static_cast<size_t>(nodes_[0].count) != num_tokens_) err << "root count mismatch; ";
+  return err.str();
+}
+
+}  // namespace suffix

@@ -1,0 +1,48 @@
+"""RK401: a second implementation of a patched class that a switch can route around the patch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rebasekit.checks.registry import register_check
+from rebasekit.context import ScanContext
+from rebasekit.drift.parallel import find_twins
+from rebasekit.findings import Finding, Location
+
+
+@register_check(codes=["RK401"])
+def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for patch in ctx.corpus.patches:
+        if not patch.target or patch.target in seen:
+            continue
+        seen.add(patch.target)
+        target = ctx.new.resolve(patch.target)
+        if target is None or target.kind != "class":
+            continue
+        patched = {a.name for a in patch.attributes}
+        for twin in find_twins(ctx.new, target.qualname):
+            twin_sym = ctx.new.resolve(twin.qualname)
+            shared = sorted(patched & set(twin_sym.members if twin_sym is not None else {}))
+            if twin.selectors:
+                how = "; ".join(s.render() for s in twin.selectors)
+            elif shared:
+                how = f"no selecting switch found, but it defines {', '.join(shared)} too"
+            else:
+                continue  # a same-named class with none of the patched members: another concept
+            overridden = ", ".join(a.name for a in patch.attributes) or "nothing"
+            yield ctx.finding(
+                "RK401",
+                f"{target.qualname} (patched by {patch.name}) has a parallel implementation "
+                f"{twin.qualname} in {twin.relpath}; configurations that use it bypass the patch "
+                f"({overridden} never run there). {how}",
+                plugin=ctx.plugin_loc(patch.relpath, patch.lineno, patch.name),
+                upstream=Location(twin.relpath, twin.line, None, twin.qualname),
+                subject=f"{patch.target}|{twin.qualname}",
+                suggestion=f"patch {twin.qualname} as well, or refuse/force the selecting switch "
+                           f"(e.g. set its env var) while the plugin is active",
+                twin=twin.qualname, shared_members=shared,
+                selectors=[{"path": s.relpath, "line": s.line, "condition": s.condition, "branch": s.branch,
+                            "env_vars": s.env_vars, "constants": s.constants, "resolved_at": s.resolved_at}
+                           for s in twin.selectors],
+            )

@@ -1,0 +1,121 @@
+"""RK301/RK302: plugin calls into upstream that no longer bind, unpackings that no longer fit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rebasekit.checks.registry import register_check
+from rebasekit.context import ScanContext
+from rebasekit.drift.binding import render_params
+from rebasekit.drift.calls import (
+    CallSite, call_sites, callee_return_shape, check_binding, unpackings, upstream_call_sites,
+)
+from rebasekit.drift.upstream import call_params
+from rebasekit.findings import Finding
+from rebasekit.index import Symbol
+
+
+@register_check(codes=["RK301"])
+def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
+    for site in call_sites(ctx.corpus, ctx.new):
+        verdict = check_binding(site, ctx.new)
+        if verdict is None or verdict.result.ok:
+            continue
+        c = site.call
+        params = call_params(ctx.new, verdict.callee, bound=site.bound, raw_function=site.raw_function)
+        sig = render_params(params[0]) if params else "?"
+        what = _describe_callee(site, verdict.callee)
+        message = f"{what} no longer binds at {_ver(ctx)}: {'; '.join(verdict.result.problems)}; it now takes {sig}"
+        old_note = _old_signature(ctx, site)
+        if old_note:
+            message += f" (was {old_note})"
+        moved = _moved_note(ctx, site, verdict.callee)
+        suggestion = _suggest(verdict.result, sig)
+        if moved:
+            suggestion += f"; upstream now makes this call in {moved}"
+        yield ctx.finding(
+            "RK301", message,
+            plugin=ctx.plugin_loc(c.relpath, c.lineno, c.in_function),
+            upstream=ctx.upstream_loc(verdict.params_from),
+            suggestion=suggestion, subject=f"{c.callee}|{c.positional}|{','.join(c.keywords)}",
+            callee=verdict.callee.qualname, problems=verdict.result.problems, upstream_signature=sig,
+            moved_to=moved,
+        )
+
+
+def _ver(ctx: ScanContext) -> str:
+    return ctx.new.tree.version or ctx.new.tree.label
+
+
+def _describe_callee(site: CallSite, callee: Symbol) -> str:
+    c = site.call
+    if callee.kind == "class":
+        return f"constructor call {callee.name}(...) ({callee.qualname}.__init__)"
+    if c.via_orig:
+        return f"call through {c.via_orig} to {callee.qualname}"
+    if site.bound:
+        return f"super() call to {callee.qualname}"
+    return f"call to {callee.qualname}"
+
+
+def _old_signature(ctx: ScanContext, site: CallSite) -> str | None:
+    if ctx.old is None:
+        return None
+    sym = ctx.old.resolve(site.call.callee)
+    params = call_params(ctx.old, sym, bound=site.bound, raw_function=site.raw_function) if sym is not None else None
+    return render_params(params[0]) if params else None
+
+
+def _moved_note(ctx: ScanContext, site: CallSite, callee: Symbol) -> str | None:
+    """Where the patched class calls the same callee now, when that differs from the override."""
+    patch = next((p for p in ctx.corpus.patches if p.name == site.call.patch), None)
+    if patch is None or not patch.target:
+        return None
+    target = ctx.new.resolve(patch.target)
+    if target is None or target.kind != "class":
+        return None
+    method = (site.call.in_function or "").rsplit(".", 1)[-1]
+    sites = upstream_call_sites(ctx.new, target, callee)
+    elsewhere = [s for s in sites if s[0].rsplit(".", 1)[-1] != method]
+    if not elsewhere or len(elsewhere) < len(sites):
+        return None  # the overridden method still makes the call itself (or nobody does)
+    where, line, text = elsewhere[0]
+    return f"{where} ({target.relpath}:{line}: {text})"
+
+
+def _suggest(result, sig: str) -> str:
+    parts = []
+    if result.missing:
+        parts.append("pass " + ", ".join(result.missing))
+    if result.unexpected:
+        parts.append("drop " + ", ".join(result.unexpected))
+    if result.too_many:
+        parts.append(f"pass {result.too_many} fewer positional argument(s)")
+    return (", ".join(parts) or "update the call") + f" to match {sig}"
+
+
+@register_check(codes=["RK302"])
+def check_return_shapes(ctx: ScanContext) -> Iterator[Finding]:
+    for unpack in unpackings(ctx.corpus):
+        found = callee_return_shape(ctx.new, unpack.call.callee)
+        if found is None:
+            continue
+        sym, shape = found
+        if shape.unpacks_to(unpack.arity) is not False:
+            continue
+        message = (f"unpacks {sym.qualname}(...) into {unpack.arity} names, but at {_ver(ctx)} it returns "
+                   f"{shape.render()}")
+        if ctx.old is not None:
+            old = callee_return_shape(ctx.old, unpack.call.callee)
+            if old is not None and old[1] != shape:
+                message += f" (at {ctx.old.tree.version or ctx.old.tree.label}: {old[1].render()})"
+        c = unpack.call
+        yield ctx.finding(
+            "RK302", message,
+            plugin=ctx.plugin_loc(c.relpath, unpack.line, c.in_function),
+            upstream=ctx.upstream_loc(sym),
+            suggestion=f"read the fields of the returned value instead of unpacking {unpack.arity}, "
+                       f"or adapt to the new arity",
+            subject=f"{c.callee}|{unpack.arity}", callee=sym.qualname, returns=shape.render(),
+        )
+

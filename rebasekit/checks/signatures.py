@@ -1,0 +1,61 @@
+"""RK21x: overrides (methods, ``__init__``, properties, module functions) against the
+upstream definition they replace, at the scanned tree."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rebasekit.checks.registry import register_check
+from rebasekit.checks.sigcompare import compare, drop_receiver
+from rebasekit.checks.targets import resolve_target, target_member
+from rebasekit.context import ScanContext
+from rebasekit.corpus.models import PatchAttr, PatchClass
+from rebasekit.findings import Finding, Severity
+from rebasekit.index import Symbol
+
+_FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
+
+
+@register_check(codes=["RK210", "RK211", "RK212", "RK213", "RK214", "RK215", "RK216"])
+def check_signatures(ctx: ScanContext) -> Iterator[Finding]:
+    for patch in ctx.corpus.patches:
+        res = resolve_target(ctx.new, patch)
+        if res is None or not res.found or res.symbol is None:
+            continue
+        target = res.symbol
+        for attr in patch.attributes:
+            member = target_member(ctx.new, target, attr.name)
+            if not member.found or member.symbol is None:
+                continue  # the patch adds this name (or upstream serves it dynamically)
+            yield from _compare_attr(ctx, patch, attr, member.symbol, module_target=target.kind == "module")
+
+
+def _compare_attr(ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symbol, module_target: bool) -> Iterator[Finding]:
+    loc = ctx.plugin_loc(patch.relpath, attr.lineno, f"{patch.name}.{attr.name}")
+    up_loc = ctx.upstream_loc(up)
+    up_kind = "function" if (module_target and up.kind == "function") else up.member_kind
+    own_kind = "function" if (module_target and attr.kind == "method") else attr.kind
+    if attr.kind not in _FUNCTION_KINDS:
+        return
+    if up_kind != own_kind and not (up_kind == "class" and own_kind == "method"):
+        yield ctx.finding("RK216", f"{attr.name} is a {own_kind} in {patch.name} but a {up_kind} upstream ({up.qualname})",
+                          plugin=loc, upstream=up_loc, subject=attr.name,
+                          suggestion=f"make the override a {up_kind} or retarget it")
+        return
+    if attr.signature is None or up.signature is None or attr.is_passthrough:
+        return  # (self, *args, **kwargs) accepts whatever upstream accepts
+    if attr.kind == "property":
+        return
+    ours, theirs = attr.signature, up.signature
+    if not module_target and attr.kind != "staticmethod":
+        ours, theirs = drop_receiver(ours), drop_receiver(theirs)
+    for diff in compare(ours, theirs):
+        severity = Severity(diff.severity) if diff.severity else None
+        yield ctx.finding(diff.code, f"{patch.name}.{attr.name} vs {up.qualname}: {diff.message}",
+                          plugin=loc, upstream=up_loc, subject=f"{attr.name}:{diff.param}", severity=severity,
+                          suggestion=_suggest(diff.code, theirs, up),
+                          upstream_signature=up.signature.render(), override_signature=attr.signature.render())
+
+
+def _suggest(code: str, theirs, up: Symbol) -> str:
+    return f"match the upstream signature {up.signature.render() if up.signature else ''}".strip()

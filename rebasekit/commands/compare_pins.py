@@ -1,0 +1,113 @@
+"""``rebasekit compare-pins``: the pin evolution ledger (thin shell over rebasekit.history)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+import typer
+from rich.console import Console
+from typer.core import TyperCommand
+
+from rebasekit.errors import RebasekitError
+from rebasekit.history.compare import CompareOptions, compare_pins
+from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
+from rebasekit.history.render import dumps, print_table, to_markdown
+
+_RULES = "\n\n".join(f"{code}: {rule}." for code, rule in FLAG_RULES.items())
+
+HELP = " ".join([
+    "Ledger of what changed with each vLLM pin the plugin has declared.\n\n"
+    "Columns are pins: the main branch and every rebase branch (globs from"
+    " \\[tool.rebasekit] rebase-branches, default rebase/vllm_v*, local or remote), each"
+    " read at its tip. --history [REF] also mines REF's first-parent history (default: the"
+    " main branch) for the first commit that declared each pin, so pins whose branch is"
+    " gone still show; a branch wins over a commit with the same pin. --include-worktree"
+    " adds the files on disk, placed by their pin. The pin comes from the pyproject extra"
+    " (pin-extra, default vllm), else from the code constant (pin-constant PATH:NAME).\n\n"
+    "Rows are probes from probes/evolution_probes.toml (or --probes FILE, TOML or JSON).\n\n"
+    "Anomaly flags (advisory) are computed in pin order, columns of one pin counted once"
+    " (the rightmost), a bump being the step from one pin to the next; STALLED needs at"
+    f" least {MIN_PRIOR_BUMPS} earlier bumps.\n\n{_RULES}\n\n"
+    "Exit code: 0 no flag raised, 1 at least one flag, 2 bad input."
+])
+
+
+class _OptionalHistory(TyperCommand):
+    """Lets ``--history`` stand alone (meaning: the main branch) or take a REF."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        fixed: list[str] = []
+        for i, arg in enumerate(args):
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if arg == "--history" and (nxt is None or nxt.startswith("-")):
+                fixed.append("--history=")
+            else:
+                fixed.append(arg)
+        return super().parse_args(ctx, fixed)
+
+
+def _command_line(history: str | None, worktree: bool, probes: Path | None,
+                  patterns: list[str], write: str) -> str:
+    parts = ["rebasekit", "compare-pins"]
+    if history is not None:
+        parts += ["--history"] + ([history] if history else [])
+    if worktree:
+        parts.append("--include-worktree")
+    if probes is not None:
+        parts += ["--probes", str(probes)]
+    for pattern in patterns:
+        parts += ["--branch-pattern", pattern]
+    return shlex.join(parts + ["--write", write])
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def compare_pins_cmd(
+    repo: Path = typer.Option(Path("."), "--repo", help="The plugin's git checkout."),
+    history: Optional[str] = typer.Option(
+        None, "--history", metavar="[REF]",
+        help="Also mine REF's first-parent history for pin bumps (REF defaults to main)."),
+    include_worktree: bool = typer.Option(False, "--include-worktree",
+                                          help="Add the working tree as a column."),
+    probes: Optional[Path] = typer.Option(None, "--probes", help="Probe file (TOML or JSON)."),
+    branch_pattern: list[str] = typer.Option(
+        [], "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."),
+    write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown ledger here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
+) -> None:
+    try:
+        root = repo.resolve()
+        write_rel = _relative(write, root) if write else None
+        options = CompareOptions(
+            history=history, include_worktree=include_worktree, probes=probes,
+            branch_globs=tuple(branch_pattern) if branch_pattern else None,
+            exclude=(write_rel,) if write_rel else (),
+        )
+        ledger = compare_pins(root, options)
+    except RebasekitError as exc:
+        typer.echo(f"error: {exc.render()}", err=True)
+        raise typer.Exit(2) from None
+    if write is not None:
+        shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
+        command = _command_line(history, include_worktree, probes, branch_pattern, shown)
+        write.write_text(to_markdown(ledger, command), encoding="utf-8")
+    if as_json:
+        sys.stdout.write(dumps(ledger) + "\n")
+    else:
+        print_table(ledger, Console(width=max(Console().width, 100)))
+        if write is not None:
+            typer.echo(f"wrote {write}")
+    raise typer.Exit(1 if ledger.flags else 0)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare-pins", help=HELP, cls=_OptionalHistory)(compare_pins_cmd)

@@ -1,0 +1,76 @@
+"""``rebasekit corpus lock`` / ``corpus verify``: the versioned patch corpus (rebasekit.lock.json).
+
+Registered onto the ``corpus`` sub-app of :mod:`rebasekit.commands.corpus`; the
+implementation is :mod:`rebasekit.corpus.lock`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, PatchBaseOpt, PluginOpt, emit, handle_errors
+from rebasekit.corpus.lock import build_lock, default_lock_path, dumps, lock_diff, project_root, read_lock
+from rebasekit.errors import InputError
+from rebasekit.history.pins import PinSource, pin_from_pyproject
+from rebasekit.index import CodeIndex
+from rebasekit.scan import load_corpus
+from rebasekit.upstream import open_tree
+
+TreeOpt = Annotated[Optional[str], typer.Option("--vllm", help="Tree of the pin (folder, X.Y.Z or REPO@REF; default: the pinned version from pyproject.toml).")]
+LockOpt = Annotated[Optional[Path], typer.Option("--lock", help="Lock file (default: rebasekit.lock.json next to the plugin's pyproject.toml).")]
+
+
+def _pin_spec(corpus, vllm: str | None) -> str:
+    if vllm:
+        return vllm
+    pyproject = project_root(corpus) / "pyproject.toml"
+    pin = pin_from_pyproject(pyproject.read_text(), PinSource()) if pyproject.is_file() else None
+    if not pin:
+        raise InputError("no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",
+                         hint="pass --vllm X.Y.Z (or a folder)")
+    return pin
+
+
+@handle_errors
+def lock(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOpt = None, lock_file: LockOpt = None,
+         stdout: Annotated[bool, typer.Option("--stdout", help="Print the lock instead of writing it.")] = False) -> None:
+    """Record every upstream surface the patches bind to, at the pin, in the lock file."""
+    corpus = load_corpus(plugin, patch_base)
+    index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
+    text = dumps(build_lock(corpus, index))
+    if stdout:
+        emit(text.rstrip("\n"))
+        return
+    path = lock_file or default_lock_path(corpus)
+    path.write_text(text)
+    Console(highlight=False, stderr=True).print(f"wrote {path} ({index.tree.package} {index.tree.version})")
+
+
+@handle_errors
+def verify(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOpt = None,
+           lock_file: LockOpt = None) -> None:
+    """Exit 1 with a diff when the lock no longer matches the pin or the plugin code."""
+    corpus = load_corpus(plugin, patch_base)
+    path = lock_file or default_lock_path(corpus)
+    recorded = read_lock(path)
+    index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
+    current = build_lock(corpus, index)
+    diff = lock_diff(recorded, current, path.name)
+    if not diff:
+        emit(f"{path.name} is current ({index.tree.package} {index.tree.version})")
+        raise typer.Exit(EXIT_CLEAN)
+    emit(f"{path.name} is stale: recorded {recorded['upstream'].get('version')}, "
+         f"computed {current['upstream'].get('version')}; run `rebasekit corpus lock` after reviewing:")
+    emit(diff.rstrip("\n"))
+    raise typer.Exit(EXIT_FINDINGS)
+
+
+def register(app: typer.Typer) -> None:
+    from rebasekit.commands.corpus import corpus_app
+
+    corpus_app.command("lock")(lock)
+    corpus_app.command("verify")(verify)

@@ -1,0 +1,65 @@
+"""``rebasekit port``: three-way merge upstream drift into the plugin's copies of upstream code."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from rebasekit.commands._common import (
+    EXIT_CLEAN, EXIT_FINDINGS, PatchBaseOpt, PluginOpt, emit, handle_errors,
+)
+from rebasekit.corpus.lock import default_lock_path, read_lock
+from rebasekit.drift.port import apply_files, patch_text, plan_files, plan_port
+from rebasekit.errors import InputError
+from rebasekit.index import CodeIndex
+from rebasekit.scan import load_corpus
+from rebasekit.upstream import open_tree
+
+
+@handle_errors
+def port(
+    to: Annotated[str, typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF) to port to.")],
+    from_: Annotated[str | None, typer.Option("--from", help="OLD tree the copies were taken from (default: the lock's pin).")] = None,
+    plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the patch; write nothing.")] = False,
+    skip_conflicts: Annotated[bool, typer.Option("--skip-conflicts", help="Write only clean merges; list conflicting ones with both sides.")] = False,
+) -> None:
+    """Merge upstream's OLD→NEW changes into copied overrides and forked files.
+
+    Exit 0 when everything merged cleanly (or nothing drifted), 1 when conflicts remain.
+    """
+    corpus = load_corpus(plugin, patch_base)
+    if from_ is None:
+        path = default_lock_path(corpus)
+        if not path.is_file():
+            raise InputError("no --from given and no lock file to take the old pin from",
+                             hint=f"pass --from OLD or create {path.name} with `rebasekit corpus lock`")
+        from_ = read_lock(path)["upstream"]["version"]
+    base, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
+    plan = plan_port(corpus, base, new)
+    console = Console(highlight=False, soft_wrap=True)
+    files = plan_files(corpus, plan, include_conflicts=not skip_conflicts)
+    for line in plan.skipped:
+        console.print(f"[yellow]skipped[/yellow] {line}")
+    for item in plan.items:
+        state = f"[red]{item.conflicts} conflict(s)[/red]" if item.conflicts else "[green]clean[/green]"
+        console.print(f"{item.kind} {item.relpath} {item.name}: {state}")
+        if item.conflicts and skip_conflicts:
+            console.print(f"--- ours (plugin) ---\n{item.ours}--- theirs (upstream {new.tree.version}) ---\n"
+                          f"{item.theirs}--- base (upstream {base.tree.version}) ---\n{item.base}", markup=False)
+    if not plan.items:
+        console.print(f"nothing to port: no copied override or fork drifted between {base.tree.version} and {new.tree.version}")
+    if dry_run:
+        emit(patch_text(files))
+    else:
+        apply_files(corpus.root, files)
+        if files:
+            console.print(f"wrote {len(files)} file(s); after review, bump the pin and run "
+                          f"`rebasekit corpus lock --vllm {to}`")
+    raise typer.Exit(EXIT_FINDINGS if plan.conflicts else EXIT_CLEAN)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("port")(port)

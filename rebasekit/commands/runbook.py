@@ -1,0 +1,88 @@
+"""``rebasekit runbook``: the validation plan for a rebase (thin shell over rebasekit.runbook)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rebasekit.errors import InputError, RebasekitError
+from rebasekit.runbook.plan import Settings, build_runbook
+from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
+from rebasekit.runbook.render import to_markdown
+from rebasekit.runbook.results import load_results
+from rebasekit.runbook.testmap import scan_tests
+
+HELP = (
+    "Write the validation plan for moving the plugin from vLLM OLD to NEW.\n\n"
+    "Findings come from the scan (--from/--to take a version, a folder or REPO@REF). Each "
+    "changed plugin file and each finding is mapped to the tests that exercise it, derived "
+    "from the test suite (imports, names, markers). Phases follow in run order: smoke, CPU "
+    "unit, GPU unit, end-to-end per feature, serving, each with its command, what passing "
+    "looks like, and the runtime steps the findings put at risk. --record results.json fills "
+    "the results column.\n\nExit code: 0 plan written, 1 a recorded phase failed, 2 bad input."
+)
+
+
+def _parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise InputError(f"--env {item!r} is not KEY=VALUE")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def runbook_cmd(
+    old: str = typer.Option(..., "--from", help="The pin the plugin supports now."),
+    new: str = typer.Option(..., "--to", help="The pin to rebase onto."),
+    write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown here."),
+    record: Optional[Path] = typer.Option(None, "--record", help="Recorded phase results (JSON)."),
+    project: Path = typer.Option(Path("."), "--project", help="Project root (pyproject, tests)."),
+    plugin: Optional[str] = typer.Option(None, "--plugin", help="Plugin import name."),
+    tests: str = typer.Option("tests", "--tests", help="Test folder, relative to the project."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VALUE set for every command (repeatable)."),
+    since: Optional[str] = typer.Option(None, "--changed-since",
+                                        help="Also map plugin files changed since this git ref."),
+    model: str = typer.Option("Qwen/Qwen2.5-0.5B-Instruct", "--model", help="Model for serving."),
+) -> None:
+    try:
+        root = project.resolve()
+        data = read_pyproject(root)
+        name = plugin_name(data, plugin)
+        if not (root / name.replace(".", "/")).is_dir():
+            raise InputError(f"plugin package {name!r} not found under {root}")
+        from rebasekit.scan import scan_plugin
+
+        result = scan_plugin(new, from_=old, plugin=root / name.replace(".", "/"))
+        changed = changed_since(root, since, name) if since else []
+        settings = Settings(name, entry_point(data), _parse_env(env), model=model)
+        book = build_runbook(old, new, result.findings, changed, scan_tests(root, tests, name), settings)
+        results = load_results(record, [p.key for p in book.phases]) if record else {}
+    except RebasekitError as exc:
+        typer.echo(f"error: {exc.render()}", err=True)
+        raise typer.Exit(2) from None
+    parts = ["rebasekit", "runbook", "--from", old, "--to", new]
+    for key, value in settings.env:
+        parts += ["--env", f"{key}={value}"]
+    if since:
+        parts += ["--changed-since", since]
+    if record:
+        parts += ["--record", record.as_posix()]
+    if write:
+        parts += ["--write", write.as_posix()]
+    text = to_markdown(book, shlex.join(parts), results)
+    if write:
+        write.parent.mkdir(parents=True, exist_ok=True)
+        write.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {write}: {len(book.changes)} changes, {len(book.phases)} phases")
+    else:
+        typer.echo(text, nl=False)
+    raise typer.Exit(1 if any(r.status == "fail" for r in results.values()) else 0)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("runbook", help=HELP)(runbook_cmd)

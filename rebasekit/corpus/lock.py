@@ -1,0 +1,192 @@
+"""The versioned patch corpus: every upstream surface the plugin binds to, at one pin.
+
+``rebasekit corpus lock`` writes it (``rebasekit.lock.json`` next to the plugin
+project's ``pyproject.toml``); ``corpus verify`` recomputes it and fails on any
+difference, so a stale lock — the pin moved, or plugin code changed what it touches —
+cannot go unnoticed. The lock is also the *base* tree for drift when no ``--from`` is
+given: its ``upstream.version`` is the pin the plugin was last verified against.
+
+The file is deterministic (sorted keys and lists, no line numbers, no timestamps) so
+that it diffs cleanly in review. ``SCHEMA`` is bumped whenever its shape changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from rebasekit.corpus.locate import find_pyproject
+from rebasekit.corpus.models import PluginCorpus
+from rebasekit.errors import InputError, RebasekitError
+
+LOCK_NAME = "rebasekit.lock.json"
+SCHEMA = 1
+
+
+def project_root(corpus: PluginCorpus) -> Path:
+    """The plugin project's folder: where its ``pyproject.toml`` is (else the corpus root)."""
+    pyproject = find_pyproject(corpus.root / corpus.package)
+    return pyproject.parent if pyproject is not None else corpus.root
+
+
+def default_lock_path(corpus: PluginCorpus) -> Path:
+    return project_root(corpus) / LOCK_NAME
+
+
+# ------------------------------------------------------------------------------ build
+
+
+def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
+    """The lock document for ``corpus`` against the tree of ``index`` (a CodeIndex)."""
+    from rebasekit.drift.attrs import attribute_uses, provision
+    from rebasekit.drift.forkscan import fork_states
+    from rebasekit.drift.calls import call_sites
+    from rebasekit.drift.overrides import MIRROR_THRESHOLD, override_member, overrides, symbol_definition
+    from rebasekit.drift.bodies import similarity
+    from rebasekit.drift.upstream import call_params
+    from rebasekit.index.models import Signature
+
+    patches: list[dict[str, Any]] = []
+    override_defs = {(p.name, a.name): d for p, a, d in overrides(corpus)}
+    for patch in sorted(corpus.patches, key=lambda p: (p.relpath, p.name)):
+        target = index.resolve(patch.target) if patch.target else None
+        entry: dict[str, Any] = {
+            "patch": f"{patch.modname}.{patch.name}",
+            "target": patch.target,
+            "target_resolved": target.qualname if target else None,
+            "target_kind": target.kind if target else None,
+            "attributes": [],
+            "orig_aliases": sorted(
+                [{"alias": a.alias, "attr": a.attr} for a in patch.orig_aliases], key=lambda d: d["alias"]),
+            "reads": [],
+        }
+        for attr in sorted(patch.attributes, key=lambda a: a.name):
+            up = override_member(index, patch, attr.name) if target is not None else None
+            item: dict[str, Any] = {"name": attr.name, "kind": attr.kind, "action": "replace" if up else "add"}
+            ours = override_defs.get((patch.name, attr.name))
+            if ours is not None:
+                item["plugin_fingerprint"] = ours.fingerprint
+            if up is not None:
+                item["upstream"] = up.qualname
+                item["upstream_signature"] = up.signature.render() if up.signature else None
+                up_def = symbol_definition(up)
+                if up_def is not None:
+                    item["upstream_fingerprint"] = up_def.fingerprint
+                    if ours is not None:
+                        item["mirrors"] = similarity(ours, up_def) >= MIRROR_THRESHOLD
+            entry["attributes"].append(item)
+        if target is not None and target.kind == "class":
+            for use in attribute_uses(corpus, patch):
+                prov = provision(index, target, use.attr)
+                entry["reads"].append({
+                    "attr": use.attr,
+                    "accessors": sorted(use.accessors),
+                    "assigned_as": sorted({f"{k}:{d}" for k, d in prov.kinds()}),
+                    "provided": prov.provided,
+                })
+            entry["reads"].sort(key=lambda d: d["attr"])
+        patches.append(entry)
+
+    calls: dict[str, dict[str, Any]] = {}
+    for site in call_sites(corpus, index):
+        c = site.call
+        sym = index.resolve(c.callee)
+        params = call_params(index, sym, bound=site.bound, raw_function=site.raw_function) if sym is not None else None
+        rec = calls.setdefault(c.callee, {
+            "callee": c.callee,
+            "resolved": sym.qualname if sym else None,
+            "signature": Signature(tuple(params[0])).render() if params else None,
+            "shapes": set(),
+        })
+        shape = f"{c.positional}" + "".join(f",{k}=" for k in sorted(c.keywords))
+        shape += ",*" if c.star_args else ""
+        shape += ",**" if c.star_kwargs else ""
+        rec["shapes"].add(("bound:" if site.bound else "") + shape)
+    call_list = [{**v, "shapes": sorted(v["shapes"])} for _, v in sorted(calls.items())]
+
+    forks = []
+    for state in fork_states(corpus, index, index):
+        d = state.decl
+        defs = {}
+        if state.base_text is not None:
+            from rebasekit.drift.bodies import definitions
+
+            try:
+                defs = {q: x.fingerprint for q, x in sorted(definitions(state.base_text).items())}
+            except SyntaxError:
+                defs = {}
+        forks.append({
+            "file": d.plugin_relpath, "upstream": d.upstream_path, "version": d.version, "declared_by": d.origin,
+            "upstream_definitions": defs,
+        })
+    return {
+        "schema": SCHEMA,
+        "upstream": {"package": index.tree.package, "version": index.tree.version},
+        "plugin": {"package": corpus.package, "patch_bases": sorted(corpus.patch_bases)},
+        "patches": patches,
+        "calls": call_list,
+        "forks": sorted(forks, key=lambda f: f["file"]),
+    }
+
+
+def dumps(lock: dict[str, Any]) -> str:
+    return json.dumps(lock, indent=2, sort_keys=True) + "\n"
+
+
+def read_lock(path: Path) -> dict[str, Any]:
+    """Load a lock file; bad or foreign files are input errors (exit 2)."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise InputError(f"no lock file at {path}", hint="create it with `rebasekit corpus lock`") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path} is not a readable rebasekit lock ({exc})",
+                         hint="regenerate it with `rebasekit corpus lock`") from exc
+    if not isinstance(data, dict) or "schema" not in data or "upstream" not in data:
+        raise InputError(f"{path} is not a rebasekit lock file", hint="regenerate it with `rebasekit corpus lock`")
+    if data["schema"] != SCHEMA:
+        raise InputError(f"{path} uses lock schema {data['schema']}, this rebasekit writes {SCHEMA}",
+                         hint="regenerate it with `rebasekit corpus lock`")
+    return data
+
+
+def lock_diff(recorded: dict[str, Any], current: dict[str, Any], label: str = "lock") -> str:
+    """Unified diff of two lock documents ('' when equal)."""
+    return "".join(difflib.unified_diff(dumps(recorded).splitlines(keepends=True),
+                                        dumps(current).splitlines(keepends=True),
+                                        fromfile=f"{label} (recorded)", tofile=f"{label} (current)"))
+
+
+def lock_version(corpus: PluginCorpus) -> str | None:
+    """The pin recorded in the project's lock file, if there is a valid one."""
+    path = default_lock_path(corpus)
+    if not path.is_file():
+        return None
+    try:
+        return read_lock(path)["upstream"].get("version")
+    except RebasekitError:
+        return None
+
+
+def base_index(ctx: Any) -> Any:
+    """The tree drift is measured from: ``--from`` if given, else the lock's pin.
+
+    None when neither exists, or when the lock's pin *is* the scanned tree (no drift).
+    """
+    if ctx.old is not None:
+        return ctx.old
+    version = lock_version(ctx.corpus)
+    if not version or version == ctx.new.tree.version:
+        return None
+    cache = ctx.config.extra.setdefault("_lock_base", {})
+    if version not in cache:
+        from rebasekit.index import CodeIndex
+        from rebasekit.upstream import open_tree
+
+        try:
+            cache[version] = CodeIndex(open_tree(version, ctx.new.tree.package))
+        except RebasekitError:
+            cache[version] = None
+    return cache[version]

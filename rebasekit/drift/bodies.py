@@ -1,0 +1,130 @@
+"""Definition bodies: extract, fingerprint, compare and diff them across releases.
+
+An override that *copies* an upstream method (instead of wrapping it) silently keeps
+the old behaviour when upstream fixes that method. Detecting this needs three things:
+the source of one definition in a file, a fingerprint that ignores formatting and
+comments (so a re-wrap upstream is not drift), and a readable diff when it is drift.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import textwrap
+from dataclasses import dataclass
+
+DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One function/method/class as text: ``qualname`` within its module, 1-based lines."""
+
+    qualname: str
+    kind: str  # "function" | "class"
+    lineno: int  # first line, decorators included
+    end_lineno: int
+    source: str  # dedented text of the whole definition
+    node: DefNode
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.node)
+
+
+def _start(node: DefNode) -> int:
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+def definitions(source: str, *, nested: bool = True) -> dict[str, Definition]:
+    """Every top-level definition (and, with ``nested``, methods of classes) by qualname."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    out: dict[str, Definition] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            qual = prefix + node.name
+            start, end = _start(node), node.end_lineno or node.lineno
+            text = textwrap.dedent("".join(lines[start - 1 : end]))
+            kind = "class" if isinstance(node, ast.ClassDef) else "function"
+            out.setdefault(qual, Definition(qual, kind, start, end, text, node))
+            if nested and isinstance(node, ast.ClassDef):
+                visit(node.body, qual + ".")
+
+    visit(tree.body, "")
+    return out
+
+
+def _strip_docstring(node: ast.AST) -> ast.AST:
+    body = getattr(node, "body", None)
+    if (
+        isinstance(body, list)
+        and body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+    return node
+
+
+def fingerprint(node: ast.AST) -> str:
+    """Hash of the definition's syntax tree, blind to formatting, comments and docstrings."""
+    import copy
+
+    clone = copy.deepcopy(node)
+    for sub in ast.walk(clone):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            _strip_docstring(sub)
+    dump = ast.dump(clone, annotate_fields=False, include_attributes=False)
+    return hashlib.sha256(dump.encode()).hexdigest()[:16]
+
+
+def body_lines(defn: Definition) -> list[str]:
+    """The body text of a definition without its ``def``/decorator lines, dedented."""
+    node = defn.node
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(node.body) > 1:
+        first = node.body[1]
+    start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
+    offset = start - defn.lineno
+    return textwrap.dedent("".join(defn.source.splitlines(keepends=True)[offset:])).splitlines()
+
+
+def similarity(a: Definition, b: Definition) -> float:
+    """How much of two bodies is shared, 0..1, by lines with whitespace stripped."""
+    la = [ln.strip() for ln in body_lines(a) if ln.strip() and not ln.strip().startswith("#")]
+    lb = [ln.strip() for ln in body_lines(b) if ln.strip() and not ln.strip().startswith("#")]
+    if not la or not lb:
+        return 0.0
+    return difflib.SequenceMatcher(None, la, lb, autojunk=False).ratio()
+
+
+def unified(old: str, new: str, old_label: str, new_label: str, context: int = 3) -> str:
+    """A plain unified diff of two texts ('' when equal)."""
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=old_label,
+            tofile=new_label,
+            n=context,
+        )
+    )
+
+
+def changed_lines(old: str, new: str) -> tuple[int, int]:
+    """(lines removed, lines added) between two texts, for one-line summaries."""
+    removed = added = 0
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm=""):
+        if line.startswith("---") or line.startswith("+++"):
+            continue
+        if line.startswith("-"):
+            removed += 1
+        elif line.startswith("+"):
+            added += 1
+    return removed, added

@@ -1,0 +1,182 @@
+"""Forked files: plugin copies of whole upstream files, declared or not.
+
+A fork is declared by a header comment in its first lines::
+
+    # rebasekit: fork-of vllm/v1/sample/sampler.py@0.26.0
+
+or in the plugin project's ``pyproject.toml``::
+
+    [tool.rebasekit.forks]
+    "arctic_inference/vllm/sampler.py" = "vllm/v1/sample/sampler.py@0.26.0"
+
+(keys are relative to the folder holding ``pyproject.toml``). An undeclared fork is a
+plugin module most of whose definitions share name *and* body with one upstream file;
+it is treated as a fork at the old pin and the header to add is suggested.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rebasekit.corpus.locate import find_pyproject, rebasekit_config
+from rebasekit.drift.bodies import Definition, definitions, similarity
+
+HEADER_RE = re.compile(r"^#\s*rebasekit:\s*fork-of\s+(?P<path>[^\s@]+)@(?P<version>\S+)\s*$")
+_HEADER_LINES = 10
+MIN_SHARED = 2  # an undeclared fork shares at least this many definitions ...
+MIN_SIMILAR = 0.6  # ... whose bodies are at least this similar
+
+
+@dataclass(frozen=True)
+class ForkDecl:
+    """``plugin_relpath`` (relative to the corpus root) copies ``upstream_path`` at ``version``."""
+
+    plugin_relpath: str
+    upstream_path: str
+    version: str
+    origin: str  # "header" | "pyproject" | "detected"
+    header_line: int | None = None
+
+    def declaration(self) -> str:
+        return f"# rebasekit: fork-of {self.upstream_path}@{self.version}"
+
+
+def header_decl(relpath: str, text: str) -> ForkDecl | None:
+    """The fork header of one plugin file, if its first lines carry one."""
+    for i, line in enumerate(text.splitlines()[:_HEADER_LINES], start=1):
+        m = HEADER_RE.match(line.strip())
+        if m:
+            return ForkDecl(relpath, m["path"], m["version"], "header", i)
+    return None
+
+
+def declared_forks(root: Path, relpaths: Iterable[str]) -> list[ForkDecl]:
+    """Forks declared by headers in ``relpaths`` or in the project's pyproject table.
+
+    ``root`` is the folder containing the plugin package (paths are relative to it).
+    """
+    out: dict[str, ForkDecl] = {}
+    for rel in relpaths:
+        try:
+            decl = header_decl(rel, (root / rel).read_text())
+        except OSError:
+            continue
+        if decl:
+            out[rel] = decl
+    pyproject = find_pyproject(root)
+    table = rebasekit_config(pyproject).get("forks", {}) if pyproject else {}
+    if isinstance(table, dict) and pyproject is not None:
+        for key, value in table.items():
+            if not isinstance(value, str) or "@" not in value:
+                continue
+            path, _, version = value.rpartition("@")
+            absolute = (pyproject.parent / key).resolve()
+            try:
+                rel = absolute.relative_to(root.resolve()).as_posix()
+            except ValueError:
+                continue
+            out.setdefault(rel, ForkDecl(rel, path, version, "pyproject"))
+    return sorted(out.values(), key=lambda d: d.plugin_relpath)
+
+
+@dataclass
+class DefChange:
+    """One upstream definition's fate between the recorded version and NEW."""
+
+    qualname: str
+    status: str  # "changed" | "added" | "removed"
+    forked: bool  # the plugin file defines it too
+    old: Definition | None = None
+    new: Definition | None = None
+
+
+@dataclass
+class ForkDrift:
+    decl: ForkDecl
+    changes: list[DefChange] = field(default_factory=list)
+    module_level_changed: bool = False  # imports/constants outside definitions changed
+    missing_upstream: bool = False  # the upstream file is gone at NEW
+
+    @property
+    def forked_changes(self) -> list[DefChange]:
+        return [c for c in self.changes if c.forked]
+
+
+def _module_level(text: str, defs: dict[str, Definition]) -> list[str]:
+    lines = text.splitlines()
+    covered: set[int] = set()
+    for d in defs.values():
+        if "." not in d.qualname:
+            covered |= set(range(d.lineno, d.end_lineno + 1))
+    return [ln.strip() for i, ln in enumerate(lines, start=1)
+            if i not in covered and ln.strip() and not ln.strip().startswith("#")]
+
+
+def fork_drift(decl: ForkDecl, plugin_text: str, base_text: str, new_text: str | None) -> ForkDrift:
+    """Group the upstream file's changes from ``base_text`` to ``new_text`` by definition."""
+    drift = ForkDrift(decl)
+    if new_text is None:
+        drift.missing_upstream = True
+        return drift
+    try:
+        ours = definitions(plugin_text)
+        old = definitions(base_text)
+        new = definitions(new_text)
+    except SyntaxError:
+        return drift
+    for qual in sorted(set(old) | set(new)):
+        o, n = old.get(qual), new.get(qual)
+        if o is not None and n is not None and o.fingerprint == n.fingerprint:
+            continue
+        if o is not None and n is not None and o.kind == "class":
+            # A class whose only changes are in methods is reported through its methods.
+            own_o = [m for m in o.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in old]
+            own_n = [m for m in n.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in new]
+            import ast as _ast
+
+            if [_ast.dump(x) for x in own_o] == [_ast.dump(x) for x in own_n]:
+                continue
+        status = "changed" if o and n else ("added" if n else "removed")
+        drift.changes.append(DefChange(qual, status, qual in ours, o, n))
+    drift.module_level_changed = _module_level(base_text, old) != _module_level(new_text, new)
+    return drift
+
+
+@dataclass
+class ForkCandidate:
+    """A plugin module that looks like an undeclared copy of ``upstream_path``."""
+
+    plugin_relpath: str
+    upstream_path: str
+    shared: list[str]
+    similar: list[str]
+
+
+def detect_fork(plugin_relpath: str, plugin_text: str, candidates: dict[str, str]) -> ForkCandidate | None:
+    """The upstream file (among ``candidates``: relpath -> text) this module copies, if any.
+
+    Needs at least :data:`MIN_SHARED` same-named top-level definitions of which more than
+    half have bodies at least :data:`MIN_SIMILAR` alike; the best such file wins.
+    """
+    try:
+        ours = {q: d for q, d in definitions(plugin_text, nested=False).items()}
+    except SyntaxError:
+        return None
+    best: ForkCandidate | None = None
+    for upath, text in sorted(candidates.items()):
+        try:
+            theirs = definitions(text, nested=False)
+        except SyntaxError:
+            continue
+        shared = sorted(set(ours) & set(theirs))
+        if len(shared) < MIN_SHARED:
+            continue
+        similar = [q for q in shared if similarity(ours[q], theirs[q]) >= MIN_SIMILAR]
+        if len(similar) * 2 <= len(shared) or len(similar) < MIN_SHARED:
+            continue
+        if best is None or len(similar) > len(best.similar):
+            best = ForkCandidate(plugin_relpath, upath, shared, similar)
+    return best

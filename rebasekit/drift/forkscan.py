@@ -1,0 +1,99 @@
+"""Forks of a plugin, resolved against trees: declared and detected, with their drift.
+
+Shared by the RK403/RK404 checks, ``port`` and ``corpus lock``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rebasekit.corpus.models import PluginCorpus
+from rebasekit.drift.bodies import definitions
+from rebasekit.drift.forks import ForkCandidate, ForkDecl, ForkDrift, declared_forks, detect_fork, fork_drift
+from rebasekit.errors import RebasekitError
+from rebasekit.index import CodeIndex
+from rebasekit.upstream import UpstreamTree, open_tree
+
+
+@dataclass
+class ForkState:
+    decl: ForkDecl
+    plugin_text: str
+    base_text: str | None  # upstream file at the recorded version (None: unavailable)
+    base_error: str | None
+    drift: ForkDrift | None
+    candidate: ForkCandidate | None = None  # set for detected (undeclared) forks
+
+
+def plugin_text(corpus: PluginCorpus, relpath: str) -> str | None:
+    try:
+        return corpus.file_path(relpath).read_text()
+    except OSError:
+        return None
+
+
+def tree_at(version: str, *known: CodeIndex | None) -> UpstreamTree:
+    """The upstream tree of ``version``: one of the open trees if it matches, else fetched."""
+    for idx in known:
+        if idx is not None and idx.tree.version == version:
+            return idx.tree
+    package = next((i.tree.package for i in known if i is not None), "vllm")
+    return open_tree(version, package)
+
+
+def _read(tree: UpstreamTree, path: str) -> str | None:
+    try:
+        return tree.read_text(path) if tree.exists(path) else None
+    except OSError:
+        return None
+
+
+def undeclared_forks(corpus: PluginCorpus, base: CodeIndex, declared: set[str]) -> list[ForkCandidate]:
+    """Plugin modules that copy one upstream file of ``base`` without declaring it."""
+    out: list[ForkCandidate] = []
+    for f in corpus.files:
+        if f.relpath in declared or f.syntax_error:
+            continue
+        text = plugin_text(corpus, f.relpath)
+        if text is None:
+            continue
+        try:
+            names = definitions(text, nested=False)
+        except SyntaxError:
+            continue
+        counts: dict[str, int] = {}
+        for name in names:
+            if name.startswith("__"):
+                continue
+            for sym in base.find_definitions(name, kinds=("class", "function")):
+                counts[sym.relpath] = counts.get(sym.relpath, 0) + 1
+        cands = {p: base.text(p) for p, n in counts.items() if n >= 2}
+        found = detect_fork(f.relpath, text, cands) if cands else None
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def fork_states(corpus: PluginCorpus, base: CodeIndex | None, new: CodeIndex) -> list[ForkState]:
+    """Every declared fork, then every detected one (recorded at ``base``), with its drift at ``new``."""
+    states: list[ForkState] = []
+    decls = declared_forks(corpus.root, [f.relpath for f in corpus.files])
+    for decl in decls:
+        ours = plugin_text(corpus, decl.plugin_relpath) or ""
+        try:
+            base_tree = tree_at(decl.version, base, new)
+            base_text, error = _read(base_tree, decl.upstream_path), None
+            if base_text is None:
+                error = f"{decl.upstream_path} does not exist at {decl.version}"
+        except RebasekitError as exc:
+            base_text, error = None, exc.message
+        drift = fork_drift(decl, ours, base_text, _read(new.tree, decl.upstream_path)) if base_text is not None else None
+        states.append(ForkState(decl, ours, base_text, error, drift))
+    ref = base or new
+    for cand in undeclared_forks(corpus, ref, {d.plugin_relpath for d in decls}):
+        decl = ForkDecl(cand.plugin_relpath, cand.upstream_path, ref.tree.version or "?", "detected")
+        ours = plugin_text(corpus, cand.plugin_relpath) or ""
+        base_text = ref.text(cand.upstream_path)
+        drift = fork_drift(decl, ours, base_text, _read(new.tree, cand.upstream_path))
+        states.append(ForkState(decl, ours, base_text, None, drift, cand))
+    return states

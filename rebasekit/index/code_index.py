@@ -1,0 +1,316 @@
+"""Name resolution over an upstream tree, parsing each module once and only on demand.
+
+Resolution follows what ``import`` would do, statically: a module's own definitions,
+then names it imports (``from x import y as z``, ``import a.b as c``), submodules of a
+package, lazy export tables served by a module ``__getattr__`` (vLLM's ``MODULE_ATTRS``),
+and star imports (honouring ``__all__``). Names a module could still produce at run time
+(a ``__getattr__`` without a table, a class with an out-of-tree base) resolve to
+:attr:`Status.DYNAMIC` so checks never report them as missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+from rebasekit.index.cache import FactsCache, facts_key
+from rebasekit.index.models import DefFact, ImportFact, ModuleFacts
+from rebasekit.index.symbols import Resolution, Status, Symbol
+from rebasekit.index.visitor import parse_module
+from rebasekit.paths import index_dir
+from rebasekit.upstream.tree import UpstreamTree
+
+_MAX_DEPTH = 40
+_DEFAULT = object()
+
+
+class CodeIndex:
+    """Lazy index of one :class:`UpstreamTree`; ``cache=None`` uses the default disk cache."""
+
+    def __init__(self, tree: UpstreamTree, cache: FactsCache | None | object = _DEFAULT) -> None:
+        self.tree = tree
+        self.cache: FactsCache = FactsCache(index_dir()) if cache is _DEFAULT else (cache or FactsCache(None))  # type: ignore[assignment]
+        self._modules: dict[str, ModuleFacts | None] = {}
+        self._texts: dict[str, str] = {}
+        self._name_table: dict[str, list[str]] | None = None
+        self.parsed = 0  # modules parsed (cache misses), for benchmarks
+
+    # -- modules -------------------------------------------------------------------
+    def module(self, modname: str) -> ModuleFacts | None:
+        """Facts for ``modname``, or None if the tree has no such module."""
+        if modname in self._modules:
+            return self._modules[modname]
+        relpath = self.tree.module_to_path(modname)
+        facts = None
+        if relpath is not None:
+            content = self.tree.read_bytes(relpath)
+            key = facts_key(relpath, content)
+            facts = self.cache.get(key)
+            if facts is None:
+                facts = parse_module(content, modname, relpath, relpath.endswith("__init__.py"))
+                self.parsed += 1
+                self.cache.put(key, facts)
+        self._modules[modname] = facts
+        return facts
+
+    def text(self, relpath: str) -> str:
+        if relpath not in self._texts:
+            self._texts[relpath] = self.tree.read_text(relpath)
+        return self._texts[relpath]
+
+    # -- resolution ----------------------------------------------------------------
+    def resolve(self, dotted: str) -> Symbol | None:
+        """The canonical definition ``dotted`` names, after following re-exports."""
+        res = self.lookup(dotted)
+        return res.symbol if res.found else None
+
+    def lookup(self, dotted: str) -> Resolution:
+        """Resolve ``dotted`` and say how far it got (see :class:`Status`)."""
+        return self._lookup(dotted, 0)
+
+    def _lookup(self, dotted: str, depth: int) -> Resolution:
+        parts = [p for p in dotted.split(".") if p]
+        if not parts or self.module(parts[0]) is None:
+            return Resolution(Status.MODULE_MISSING, missing=parts[0] if parts else dotted)
+        current = self._module_symbol(parts[0])
+        for attr in parts[1:]:
+            res = self._attr(current, attr, depth)
+            if not res.found:
+                return res
+            assert res.symbol is not None
+            current = res.symbol
+        return Resolution(Status.FOUND, current)
+
+    def _module_symbol(self, modname: str) -> Symbol:
+        facts = self.module(modname)
+        assert facts is not None
+        return Symbol("module", modname, facts.relpath, 1, None, index=self)
+
+    def _attr(self, container: Symbol, attr: str, depth: int) -> Resolution:
+        if depth > _MAX_DEPTH:
+            return Resolution(Status.DYNAMIC, container=container, missing=attr)
+        if container.kind == "module":
+            return self._module_attr(container, attr, depth)
+        if container.kind == "class":
+            member = self.lookup_member(container, attr)
+            if member is not None:
+                return Resolution(Status.FOUND, member)
+            status = Status.DYNAMIC if self._has_external_base(container) else Status.MISSING
+            return Resolution(status, container=container, missing=attr)
+        return Resolution(Status.DYNAMIC, container=container, missing=attr)
+
+    def _module_attr(self, container: Symbol, attr: str, depth: int) -> Resolution:
+        modname = container.qualname
+        facts = self.module(modname)
+        assert facts is not None
+        binding = facts.binding(attr)
+        if isinstance(binding, DefFact):
+            return Resolution(Status.FOUND, self._def_symbol(facts, binding))
+        if isinstance(binding, ImportFact):
+            res = self._follow_import(binding, depth)
+            if res.status is not Status.MODULE_MISSING and res.status is not Status.MISSING:
+                return res
+            # an unresolvable import (e.g. of an optional dependency) binds an out-of-tree name
+            if not binding.target.startswith(self.tree.package + ".") and binding.target != self.tree.package:
+                return Resolution(Status.DYNAMIC, container=container, missing=attr)
+            return Resolution(Status.MISSING, container=container, missing=attr)
+        sub = f"{modname}.{attr}"
+        if facts.is_package and self.module(sub) is not None:
+            return Resolution(Status.FOUND, self._module_symbol(sub))
+        if attr in facts.lazy_exports:
+            mod, _, name = facts.lazy_exports[attr].partition(":")
+            return self._lookup(f"{mod}.{name}", depth + 1)
+        for star in reversed(facts.star_imports):
+            star_facts = self.module(star)
+            if star_facts is None:
+                continue
+            exported = star_facts.all_names if star_facts.all_names is not None else star_facts.public_names()
+            if attr in exported or (star_facts.all_is_dynamic and not attr.startswith("_")):
+                res = self._lookup(f"{star}.{attr}", depth + 1)
+                if res.found or attr in exported:
+                    return res
+        if facts.has_getattr and facts.lazy_exports and not facts.syntax_error:
+            # a module __getattr__ serving an export table raises for names outside it
+            return Resolution(Status.MISSING, container=container, missing=attr)
+        if facts.has_getattr or facts.syntax_error:
+            return Resolution(Status.DYNAMIC, container=container, missing=attr)
+        return Resolution(Status.MISSING, container=container, missing=attr)
+
+    def _follow_import(self, imp: ImportFact, depth: int) -> Resolution:
+        if imp.name is None:
+            target = imp.target
+            if self.module(target) is None:
+                return Resolution(Status.MODULE_MISSING, missing=target)
+            return Resolution(Status.FOUND, self._module_symbol(target))
+        return self._lookup(imp.target, depth + 1)
+
+    def _def_symbol(self, facts: ModuleFacts, fact: DefFact, owner: str | None = None) -> Symbol:
+        qualname = f"{owner or facts.modname}.{fact.name}"
+        sym = Symbol(fact.kind, qualname, facts.relpath, fact.lineno, fact.end_lineno, fact,
+                     guard=fact.guard, index=self)
+        if fact.kind == "class":
+            resolved, external = [], []
+            scope_module = facts.modname
+            for base in fact.bases:
+                if base in ("object", "Generic", "Protocol", "ABC") or base.startswith(("typing.", "abc.")):
+                    continue
+                res = self._lookup(f"{scope_module}.{base}", 1)
+                if res.found and res.symbol is not None and res.symbol.kind == "class":
+                    resolved.append(res.symbol.qualname)
+                else:
+                    external.append(base)
+            sym.bases = tuple(resolved)
+            sym.external_bases = tuple(external)
+        return sym
+
+    # -- classes -------------------------------------------------------------------
+    def mro(self, cls: Symbol) -> list[Symbol]:
+        """Classes of ``cls``'s MRO that the tree defines (C3; depth-first if C3 fails)."""
+        return self._mro(cls, set())
+
+    def _mro(self, cls: Symbol, active: set[str]) -> list[Symbol]:
+        if cls.qualname in active:
+            return [cls]
+        active = active | {cls.qualname}
+        seqs: list[list[Symbol]] = []
+        for base in cls.bases:
+            base_sym = self.resolve(base)
+            if base_sym is not None and base_sym.kind == "class":
+                seqs.append(self._mro(base_sym, active))
+        bases = [self.resolve(b) for b in cls.bases]
+        seqs.append([b for b in bases if b is not None and b.kind == "class"])
+        return [cls, *_c3_merge(seqs)]
+
+    def lookup_member(self, cls: Symbol, name: str) -> Symbol | None:
+        """``name`` looked up along ``cls``'s MRO, as attribute access would find it."""
+        for klass in self.mro(cls):
+            fact = klass.members.get(name)
+            if fact is not None:
+                facts = self.module(klass.module)
+                assert facts is not None
+                return self._def_symbol(facts, fact, owner=klass.qualname)
+        return None
+
+    def instance_attribute(self, cls: Symbol, name: str) -> Symbol | None:
+        """A ``self.name = ...`` store in a method of ``cls`` or a base (as a variable)."""
+        for klass in self.mro(cls):
+            if klass.fact and name in klass.fact.instance_attrs:
+                line = klass.fact.instance_attrs[name]
+                return Symbol("variable", f"{klass.qualname}.{name}", klass.relpath, line, line, index=self)
+        return None
+
+    def _has_external_base(self, cls: Symbol) -> bool:
+        return any(k.external_bases for k in self.mro(cls))
+
+    # -- searching -----------------------------------------------------------------
+    def find_definitions(self, name: str, kinds: Iterable[str] = ("class", "function", "variable")) -> list[Symbol]:
+        """Module-level definitions called ``name`` anywhere in the tree (for "moved" hints)."""
+        wanted = set(kinds)
+        found: list[Symbol] = []
+        for relpath in self._names().get(name, []):
+            modname = self.tree.path_to_module(relpath)
+            facts = self.module(modname)
+            if facts is None:
+                continue
+            fact = facts.defs.get(name)
+            if fact is not None and fact.kind in wanted:
+                found.append(self._def_symbol(facts, fact))
+        return found
+
+    def _names(self) -> dict[str, list[str]]:
+        """Top-level names defined per file, from a cheap regex pre-scan of every file."""
+        if self._name_table is None:
+            self._name_table = self._load_names()
+        if self._name_table is None:
+            table: dict[str, list[str]] = {}
+            pattern = re.compile(rb"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
+            for relpath in self.tree.iter_py_files():
+                names = {(m.group(1) or m.group(2)).decode() for m in pattern.finditer(self.tree.read_bytes(relpath))}
+                for n in names:
+                    table.setdefault(n, []).append(relpath)
+            self._name_table = table
+            self._store_names(table)
+        return self._name_table
+
+    def _names_path(self):
+        fingerprint = getattr(self.tree, "fingerprint", None)
+        if fingerprint is None or self.cache.directory is None:
+            return None
+        return self.cache.directory / "names" / f"{fingerprint}.pkl"
+
+    def _load_names(self) -> dict[str, list[str]] | None:
+        import pickle
+
+        path = self._names_path()
+        if path is None:
+            return None
+        try:
+            return pickle.loads(path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError):
+            return None
+
+    def _store_names(self, table: dict[str, list[str]]) -> None:
+        import os
+        import pickle
+        import tempfile
+
+        path = self._names_path()
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent)
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(table, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+    def module_names(self) -> list[str]:
+        return [self.tree.path_to_module(p) for p in self.tree.iter_py_files()]
+
+    # -- shapes --------------------------------------------------------------------
+    def body_shape(self, sym: Symbol) -> str | None:
+        """A name-independent fingerprint of a definition's body (for rename detection)."""
+        if sym.kind not in ("class", "function"):
+            return None
+        try:
+            node = ast.parse(_dedent(sym.source)).body[0]
+        except (SyntaxError, IndexError):
+            return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.name = "_"
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                node.body = body[1:] or body
+        return ast.dump(node, annotate_fields=False, include_attributes=False)
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    text = textwrap.dedent(text)
+    lines = text.splitlines()
+    # decorators and the def line start the snippet; continuation lines are already inside
+    return "\n".join(lines) + "\n"
+
+
+def _c3_merge(seqs: list[list[Symbol]]) -> list[Symbol]:
+    seqs = [list(s) for s in seqs if s]
+    out: list[Symbol] = []
+    while seqs:
+        for seq in seqs:
+            head = seq[0]
+            if not any(head.qualname in [s.qualname for s in other[1:]] for other in seqs):
+                break
+        else:  # inconsistent hierarchy: fall back to depth-first order
+            for seq in seqs:
+                for sym in seq:
+                    if sym.qualname not in [o.qualname for o in out]:
+                        out.append(sym)
+            return out
+        out.append(head)
+        seqs = [[s for s in seq if s.qualname != head.qualname] for seq in seqs]
+        seqs = [s for s in seqs if s]
+    return out

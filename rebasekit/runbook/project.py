@@ -1,0 +1,45 @@
+"""Facts about the project the runbook is for, read from its ``pyproject.toml`` and git."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+from rebasekit.errors import InputError
+from rebasekit.history.pins import parse_toml
+
+
+def read_pyproject(root: Path) -> dict:
+    path = root / "pyproject.toml"
+    return parse_toml(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def plugin_name(data: dict, explicit: str | None) -> str:
+    """The plugin's import name: ``--plugin``, else ``[tool.rebasekit] plugin``."""
+    name = explicit or data.get("tool", {}).get("rebasekit", {}).get("plugin")
+    if not isinstance(name, str) or not name:
+        raise InputError("no plugin package named",
+                         hint="pass --plugin NAME or set [tool.rebasekit] plugin = \"NAME\"")
+    return name
+
+
+def entry_point(data: dict) -> str | None:
+    """``name=module:attr`` of the first ``vllm.general_plugins`` entry point, if any."""
+    group = data.get("project", {}).get("entry-points", {}).get("vllm.general_plugins", {})
+    if isinstance(group, dict):
+        for name, target in group.items():
+            if isinstance(target, str):
+                return f"{name}={target}"
+    return None
+
+
+def changed_since(root: Path, ref: str, plugin: str) -> list[str]:
+    """Plugin ``.py`` files that differ between ``ref`` and the working tree."""
+    try:
+        repo = git.Repo(root)
+        out = repo.git.diff("--name-only", ref, "--", plugin.replace(".", "/"))
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        raise InputError(f"cannot diff {root} against {ref!r}",
+                         hint="--changed-since needs a git checkout and an existing ref") from None
+    return [line for line in out.splitlines() if line.endswith(".py")]

@@ -1,0 +1,125 @@
+"""Run the registered checks, then filter, suppress and classify drift.
+
+``run_scan`` is the analysis entry point (pure: context in, findings out);
+``scan_plugin`` is the convenience front door used by commands and other tools:
+give it a plugin folder and tree specs, get a :class:`ScanResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rebasekit import suppress
+from rebasekit.checks.registry import Check, all_checks, code_selected
+from rebasekit.context import ScanConfig, ScanContext
+from rebasekit.corpus import check_plugin_dir, configured_patch_bases, default_plugin_dir, extract_corpus
+from rebasekit.corpus.models import PluginCorpus
+from rebasekit.findings import Drift, Finding, Severity
+from rebasekit.index import CodeIndex
+from rebasekit.upstream import UpstreamTree, open_tree
+
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding]
+    suppressed: list[Finding] = field(default_factory=list)
+    corpus: PluginCorpus | None = None
+    new_label: str = ""
+    new_version: str | None = None
+    old_label: str | None = None
+    old_version: str | None = None
+    checks: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.findings else 0
+
+
+def selected_checks(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Check]:
+    return [c for c in all_checks() if any(code_selected(code, select, ignore) for code in c.codes)]
+
+
+def _run_checks(ctx: ScanContext, checks: list[Check], select, ignore) -> list[Finding]:
+    found: list[Finding] = []
+    for check in checks:
+        for finding in check.func(ctx):
+            if code_selected(finding.code, select, ignore):
+                found.append(finding)
+    return _dedupe(found)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        ident = (f.code, f.plugin, f.message)
+        if ident not in seen:
+            seen.add(ident)
+            out.append(f)
+    return out
+
+
+def sort_key(f: Finding):
+    path = f.plugin.path if f.plugin else ""
+    line = (f.plugin.line or 0) if f.plugin else 0
+    return (path, line, _SEVERITY_ORDER[f.severity], f.code, f.message)
+
+
+def run_scan(ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> ScanResult:
+    """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict."""
+    select, ignore = tuple(select), tuple(ignore)
+    checks = selected_checks(select, ignore)
+    findings = _run_checks(ctx, checks, select, ignore)
+    if ctx.old is not None:
+        old_ctx = ScanContext(ctx.corpus, new=ctx.old, old=None, config=ctx.config)
+        old_keys = {f.key() for f in _run_checks(old_ctx, checks, select, ignore)}
+        for f in findings:
+            f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
+    sups = suppress.collect(ctx.corpus)
+    kept, dropped = suppress.apply(findings, sups)
+    if not select and not ignore:
+        for sup in sups:
+            if sup.used == 0:
+                kept.append(ctx.finding(
+                    "RK003", f"suppression of {', '.join(sup.codes) or 'nothing'} matches no finding",
+                    plugin=ctx.plugin_loc(sup.relpath, sup.line), subject=",".join(sup.codes),
+                    suggestion="remove the comment"))
+    kept.sort(key=sort_key)
+    return ScanResult(kept, dropped, ctx.corpus, ctx.new.tree.label, ctx.new.tree.version,
+                      ctx.old.tree.label if ctx.old else None, ctx.old.tree.version if ctx.old else None,
+                      [c.name for c in checks])
+
+
+def load_corpus(plugin: Path | None = None, patch_bases: Iterable[str] | None = None,
+                upstream_package: str = "vllm") -> PluginCorpus:
+    """The corpus of ``plugin`` (default: the project's configured plugin)."""
+    plugin_dir = check_plugin_dir(plugin) if plugin is not None else default_plugin_dir()
+    bases = tuple(patch_bases or ()) or configured_patch_bases(plugin_dir)
+    return extract_corpus(plugin_dir, bases, upstream_package)
+
+
+def as_index(tree: str | UpstreamTree | CodeIndex, package: str = "vllm") -> CodeIndex:
+    if isinstance(tree, CodeIndex):
+        return tree
+    if isinstance(tree, str):
+        tree = open_tree(tree, package)
+    return CodeIndex(tree)
+
+
+def scan_plugin(to: str | UpstreamTree | CodeIndex, *, from_: str | UpstreamTree | CodeIndex | None = None,
+                plugin: Path | None = None, patch_bases: Iterable[str] | None = None,
+                select: Iterable[str] = (), ignore: Iterable[str] = (),
+                upstream_package: str = "vllm", corpus: PluginCorpus | None = None) -> ScanResult:
+    """Scan a plugin against the tree ``to`` (and classify drift against ``from_``).
+
+    Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes.
+    Raises :class:`~rebasekit.errors.RebasekitError` subclasses for bad input.
+    """
+    corpus = corpus or load_corpus(plugin, patch_bases, upstream_package)
+    new = as_index(to, upstream_package)
+    old = as_index(from_, upstream_package) if from_ is not None else None
+    ctx = ScanContext(corpus, new, old, ScanConfig(upstream_package=upstream_package))
+    return run_scan(ctx, select, ignore)

@@ -1,0 +1,163 @@
+"""Read-only views of an upstream source tree, whatever it came from.
+
+Paths are always relative to the *tree root*: the folder that contains the package
+directory (the ``sys.path`` entry), so a module ``vllm.v1.core`` lives at
+``vllm/v1/core/__init__.py`` or ``vllm/v1/core.py``. Folder trees and git trees offer the
+same four operations, so the index never knows where the source came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+
+_VERSION_RE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", re.M)
+
+
+class UpstreamTree(ABC):
+    """An upstream package's sources: ``package`` is the top-level import name (``vllm``)."""
+
+    package: str
+    version: str | None
+    label: str
+
+    @abstractmethod
+    def read_bytes(self, relpath: str) -> bytes:
+        """Raw content of a file; raises ``FileNotFoundError`` if absent."""
+
+    @abstractmethod
+    def exists(self, relpath: str) -> bool:
+        """Whether ``relpath`` is a file of the tree."""
+
+    @abstractmethod
+    def iter_py_files(self) -> Iterator[str]:
+        """Every ``.py`` file of the package, as a relpath, in a stable order."""
+
+    def read_text(self, relpath: str) -> str:
+        return self.read_bytes(relpath).decode("utf-8", errors="replace")
+
+    def content_hash(self, relpath: str) -> str:
+        return hashlib.sha256(self.read_bytes(relpath)).hexdigest()
+
+    def module_to_path(self, modname: str) -> str | None:
+        """Relpath of the file defining ``modname`` (package ``__init__`` first), or None."""
+        base = modname.replace(".", "/")
+        for candidate in (f"{base}/__init__.py", f"{base}.py"):
+            if self.exists(candidate):
+                return candidate
+        return None
+
+    def path_to_module(self, relpath: str) -> str:
+        parts = relpath[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
+
+    def is_package(self, modname: str) -> bool:
+        return self.exists(modname.replace(".", "/") + "/__init__.py")
+
+    def _version_from_sources(self) -> str | None:
+        for rel in (f"{self.package}/_version.py", f"{self.package}/version.py", f"{self.package}/__init__.py"):
+            if self.exists(rel):
+                match = _VERSION_RE.search(self.read_text(rel))
+                if match:
+                    return match.group(1)
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.label}>"
+
+
+class FolderTree(UpstreamTree):
+    """A tree on disk; ``root`` contains the package folder."""
+
+    def __init__(self, root: Path, package: str, version: str | None = None, label: str | None = None):
+        self.root = root
+        self.package = package
+        self.label = label or str(root / package)
+        self._files: list[str] | None = None
+        self.fingerprint: str | None = None  # content digest, set for verified release trees
+        self.version = version or _metadata_version(root, package) or self._version_from_sources()
+
+    def read_bytes(self, relpath: str) -> bytes:
+        return (self.root / relpath).read_bytes()
+
+    def exists(self, relpath: str) -> bool:
+        return (self.root / relpath).is_file()
+
+    def iter_py_files(self) -> Iterator[str]:
+        if self._files is None:
+            pkg = self.root / self.package
+            self._files = sorted(p.relative_to(self.root).as_posix() for p in pkg.rglob("*.py"))
+        return iter(self._files)
+
+
+def _metadata_version(root: Path, package: str) -> str | None:
+    for meta in sorted(root.glob("*.dist-info/METADATA")):
+        name = version = None
+        for line in meta.read_text(errors="replace").splitlines()[:20]:
+            if line.startswith("Name:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("Version:"):
+                version = line.split(":", 1)[1].strip()
+        if name and version and name.lower().replace("-", "_") == package.lower():
+            return version
+    return None
+
+
+class GitTree(UpstreamTree):
+    """A tree read from a git commit's object database (no worktree is touched)."""
+
+    def __init__(self, repo_path: Path, ref: str, package: str):
+        import git  # gitpython: imported lazily, only git specs need it
+
+        from rebasekit.errors import GitRefError
+
+        try:
+            repo = git.Repo(repo_path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise GitRefError(
+                f"{repo_path} is not a git repository",
+                hint="give REPO@REF with REPO a local clone, e.g. ~/src/vllm@v0.27.0",
+            ) from exc
+        try:
+            commit = repo.commit(ref)
+        except (git.BadName, ValueError, git.GitCommandError) as exc:
+            raise GitRefError(
+                f"no ref {ref!r} in {repo_path}",
+                hint="use a tag, branch or commit that exists there (git -C REPO tag --list)",
+            ) from exc
+        self.commit = commit.hexsha
+        self.package = package
+        self.label = f"{repo_path}@{ref}"
+        self._blobs: dict[str, object] = {}
+        try:
+            pkg_tree = commit.tree / package
+        except KeyError as exc:
+            raise GitRefError(
+                f"{self.label} has no top-level '{package}' folder",
+                hint="REPO must be the root of a checkout whose package folder sits at the top",
+            ) from exc
+        for item in pkg_tree.traverse():
+            if item.type == "blob":
+                self._blobs[item.path] = item
+        self.version = self._version_from_sources() or ref
+
+    def read_bytes(self, relpath: str) -> bytes:
+        blob = self._blobs.get(relpath)
+        if blob is None:
+            raise FileNotFoundError(relpath)
+        return blob.data_stream.read()  # type: ignore[attr-defined]
+
+    def content_hash(self, relpath: str) -> str:
+        # Hash the content, not the blob id, so git and folder trees share the parse cache.
+        return hashlib.sha256(self.read_bytes(relpath)).hexdigest()
+
+    def exists(self, relpath: str) -> bool:
+        return relpath in self._blobs
+
+    def iter_py_files(self) -> Iterator[str]:
+        return iter(sorted(p for p in self._blobs if p.endswith(".py")))

@@ -1,0 +1,180 @@
+"""The plugin entry point against the real vLLM 0.26.0: gate table and load paths.
+
+Rows that patch vLLM run in a fresh interpreter (plugin_probe.py) so the
+patched classes and exported env never leak into this test process; rows that
+must leave vLLM untouched run here and prove that they did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm")
+pytestmark = pytest.mark.vllm
+
+from arctic_inference import envs  # noqa: E402
+from arctic_inference.patching import applied_patches  # noqa: E402
+from arctic_inference.vllm import plugin  # noqa: E402
+
+PROBE = Path(__file__).with_name("plugin_probe.py")
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_PATCHES = ["EngineArgsPatch", "WorkerBasePatch", "EngineCorePatch"]
+TINY_LLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 256,
+    "max_position_embeddings": 128,
+    "rms_norm_eps": 1e-5,
+    "torch_dtype": "float32",
+}
+
+
+def run_probe(scenario: str, *extra: str, env: dict[str, str]) -> tuple[dict[str, Any], str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
+    full_env.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+    full_env.update(
+        {
+            "ARCTIC_INFERENCE_ENABLED": "1",
+            "ARCTIC_INFERENCE_SKIP_PLATFORM_CHECK": "1",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": str(REPO),
+            **env,
+        }
+    )
+    proc = subprocess.run(
+        [sys.executable, str(PROBE), scenario, *extra],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"probe {scenario} failed:\n{output[-4000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1]), output
+
+
+@pytest.fixture(scope="module")
+def entry_point_run() -> tuple[dict[str, Any], str]:
+    return run_probe("entry_point", env={"VLLM_USE_V2_MODEL_RUNNER": "1"})
+
+
+@pytest.fixture(scope="module")
+def paths_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    model = tmp_path_factory.mktemp("tiny-llama-config")
+    (model / "config.json").write_text(json.dumps(TINY_LLAMA_CONFIG))
+    return run_probe("paths", str(model), env={})[0]
+
+
+# --- gate table ---------------------------------------------------------------
+
+
+def test_gate_disabled_leaves_vllm_vanilla(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(envs.ENABLED, raising=False)
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    before = applied_patches()
+    assert plugin.load_plugin(target_version="0.0.1") is False  # not even checked
+    plugin.arctic_inference_plugin()
+    assert not plugin.is_loaded()
+    assert applied_patches() == before
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
+
+
+def test_gate_enabled_and_matching_patches(entry_point_run: tuple[dict, str]) -> None:
+    first = entry_point_run[0]["first"]
+    assert first["loaded"] is True
+    assert first["patches"][:3] == ENGINE_PATCHES
+    assert first["engine_args_bound"] == "EngineArgsPatch.create_engine_config"
+    assert first["engine_core_bound"] == "EngineCorePatch.__init__"
+    assert first["worker_base_bound"] == "WorkerBasePatch.__init__"
+
+
+def test_gate_enabled_mismatch_raises_with_the_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(envs.ENABLED, "1")
+    monkeypatch.setenv(envs.SKIP_PLATFORM_CHECK, "1")
+    monkeypatch.delenv(envs.SKIP_VERSION_CHECK, raising=False)
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    before = applied_patches()
+    with pytest.raises(RuntimeError) as info:
+        plugin.load_plugin(target_version="0.25.0")
+    message = str(info.value)
+    assert "vLLM 0.25.0" in message and f"vLLM {plugin.installed_vllm_version()}" in message
+    assert "pip install vllm==0.25.0" in message
+    assert envs.ENABLED in message and f"{envs.SKIP_VERSION_CHECK}=1" in message
+    assert applied_patches() == before and not plugin.is_loaded()
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
+
+
+def test_gate_enabled_mismatch_skipped_patches() -> None:
+    report, output = run_probe(
+        "mismatch_skip", env={envs.SKIP_VERSION_CHECK: "1"}
+    )
+    assert report["active"] is True and report["loaded"] is True
+    assert report["patches"][:3] == ENGINE_PATCHES
+    assert "targets vLLM 0.25.0 but vLLM 0.26.0 is installed" in output
+
+
+# --- load behaviour -------------------------------------------------------------
+
+
+def test_entry_point_loads_once_and_forces_v1(entry_point_run: tuple[dict, str]) -> None:
+    report, output = entry_point_run
+    first, again = report["first"], report["again"]
+    assert again["patches"] == first["patches"], "a second plugin call must not re-patch"
+    assert first["v2_env"] == "0" and first["v2_vllm_envs"] is False
+    assert "VLLM_USE_V2_MODEL_RUNNER=1 was set" in output  # the user is told
+
+
+def test_bad_enable_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(envs.ENABLED, "yes please")
+    with pytest.raises(ValueError, match="ARCTIC_INFERENCE_ENABLED='yes please' is not a boolean"):
+        plugin.arctic_inference_plugin()
+
+
+def test_platform_check_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cuda():
+        pytest.skip("this machine is a CUDA platform; the check passes")
+    monkeypatch.setenv(envs.ENABLED, "1")
+    monkeypatch.delenv(envs.SKIP_PLATFORM_CHECK, raising=False)
+    with pytest.raises(RuntimeError, match=f"{envs.SKIP_PLATFORM_CHECK}=1"):
+        plugin.load_plugin()
+    assert not plugin.is_loaded()
+
+
+def test_python_api_path_backfills_and_lands_values(paths_run: dict[str, Any]) -> None:
+    assert paths_run["api_loaded_during_init"] is True
+    assert paths_run["api_backfill"] == 3
+    assert paths_run["api_config"]["arctic"]["arctic_probe_knob"] == 3
+
+
+def test_cli_path_parses_lands_and_mirrors(paths_run: dict[str, Any]) -> None:
+    assert paths_run["cli_type"] == "AsyncEngineArgs"
+    assert paths_run["cli_value"] == 7
+    assert paths_run["cli_config"]["arctic"]["arctic_probe_knob"] == 7
+    assert paths_run["mirrored_env"] == "7"
+
+
+def test_serve_help_lists_arctic_flags(paths_run: dict[str, Any]) -> None:
+    text = paths_run["serve_help"]
+    assert text.startswith("ArcticInference:")
+    assert "--arctic-probe-knob ARCTIC_PROBE_KNOB Probe-only knob. (default: 3; env: ARCTIC_PROBE_KNOB)" in text
+    assert "(default: None)" not in text
+
+
+def test_worker_side_patches_bind_on_the_real_worker(paths_run: dict[str, Any]) -> None:
+    assert paths_run["worker_features"][0] == "worker-runtime-check"
+    assert paths_run["worker_init_device"] == "WorkerPatch.init_device"
+    assert "WorkerPatch" in paths_run["patches"]

@@ -1,0 +1,48 @@
+from arctic_inference.patching import ArcticPatch
+from vllm.worker.runner import Runner
+from vllm.worker.scheduler import Scheduler
+
+
+class RunnerPatch(ArcticPatch[Runner]):
+    _orig___init__ = Runner.__init__
+
+    def __init__(self, config, max_len):
+        RunnerPatch._orig___init__(self, config, max_len)
+        # RK304: `positions` became a plain tensor at 1.1.0 (no .gpu any more).
+        self.positions_view = self.positions.gpu
+        # RK303: Runner no longer assigns `block_size` at 1.1.0.
+        self.page_size = self.block_size * 2
+        # negatives: unchanged attributes.
+        self.limit = self.max_len + 1
+        self.lens_view = self.seq_lens.np
+
+    def prepare(self, batch):
+        # Mirrors Runner.prepare (unchanged upstream): no RK402.
+        total = 0
+        for req in batch:
+            total += len(req) + 1
+        return total
+
+    def execute(self, batch):
+        # Mirrors Runner.execute; upstream changed another line: port merges cleanly.
+        n = self.prepare(batch) * 2
+        out = []
+        for i in range(n):
+            out.append(i * 2)
+        if not out:
+            return None
+        return out
+
+    def finish(self, out):
+        # Mirrors Runner.finish; upstream changed the same line: port conflicts.
+        result = list(out)
+        result.sort(key=abs)
+        return result
+
+
+class SchedulerPatch(ArcticPatch[Scheduler]):
+    _orig_schedule = Scheduler.schedule
+
+    def schedule(self, requests):
+        # A wrapper, not a copy; Scheduler has no second implementation (RK401 negative).
+        return SchedulerPatch._orig_schedule(self, requests)[::-1]

@@ -1,0 +1,3 @@
+class Scheduler:
+    def schedule(self, requests):
+        return sorted(requests)

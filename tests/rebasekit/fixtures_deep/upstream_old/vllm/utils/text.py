@@ -1,0 +1,2 @@
+def normalize(text):
+    return " ".join(text.split())

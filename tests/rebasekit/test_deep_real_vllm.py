@@ -1,0 +1,70 @@
+"""Deep checks against real vLLM releases (fetched through rebasekit's own tree cache)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from rebasekit.cli import app
+from rebasekit.drift.overrides import symbol_definition
+from rebasekit.drift.parallel import find_twins
+from rebasekit.findings import Drift
+from rebasekit.scan import as_index, scan_plugin
+
+pytestmark = pytest.mark.network
+V1_RUNNER = "vllm.v1.worker.gpu_model_runner.GPUModelRunner"
+
+
+@pytest.fixture(scope="module")
+def indexes():
+    return {v: as_index(v) for v in ("0.24.0", "0.26.0", "0.27.0")}
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.26.0", "0.27.0"])
+def test_v2_model_runner_is_a_twin_selected_by_use_v2_model_runner(indexes, version):
+    twins = {t.qualname: t for t in find_twins(indexes[version], V1_RUNNER)}
+    twin = twins["vllm.v1.worker.gpu.model_runner.GPUModelRunner"]
+    assert twin.relpath == "vllm/v1/worker/gpu/model_runner.py"
+    sel = next(s for s in twin.selectors if s.relpath == "vllm/v1/worker/gpu_worker.py")
+    assert sel.condition == "self.use_v2_model_runner" and sel.branch == "if"
+    assert "VLLM_USE_V2_MODEL_RUNNER" in sel.env_vars
+    assert sel.resolved_at and sel.resolved_at.startswith("vllm/config/vllm.py")
+
+
+def test_copied_override_of_real_method(tmp_path, indexes):
+    """A plugin that copies Worker.sleep at 0.26.0 and patches the V1 runner."""
+    sleep = symbol_definition(indexes["0.26.0"].resolve("vllm.v1.worker.gpu_worker.Worker.sleep"))
+    pkg = tmp_path / "realplug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "patches.py").write_text(
+        "from arctic_inference.patching import ArcticPatch\n"
+        "from vllm.v1.worker.gpu_worker import Worker\n"
+        "from vllm.v1.worker.gpu_model_runner import GPUModelRunner\n\n\n"
+        "class WorkerPatch(ArcticPatch[Worker]):\n" + textwrap.indent(sleep.source, "    ") + "\n\n"
+        "class RunnerPatch(ArcticPatch[GPUModelRunner]):\n"
+        "    def execute_model(self, *args, **kwargs):\n        return None\n")
+    result = scan_plugin(indexes["0.27.0"], from_=indexes["0.26.0"], plugin=pkg,
+                         patch_bases=["ArcticPatch"], select=["RK4"])
+    mirrored = {f.plugin.symbol: f for f in result.findings if f.code == "RK402"}
+    assert mirrored["WorkerPatch.sleep"].details["mirrors"] is True
+    assert "@@" in mirrored["WorkerPatch.sleep"].details["diff"]
+    if "RunnerPatch.execute_model" in mirrored:  # a stub, not a copy
+        assert mirrored["RunnerPatch.execute_model"].details["mirrors"] is False
+    by_code = {f.code: f for f in result.findings}
+    assert by_code["RK401"].details["twin"] == "vllm.v1.worker.gpu.model_runner.GPUModelRunner"
+    assert by_code["RK401"].drift is Drift.PREEXISTING  # the V2 runner already existed at 0.26.0
+
+
+def test_diff_method_on_real_trees():
+    out = CliRunner().invoke(app, ["diff-method", "vllm.v1.worker.gpu_worker.Worker.sleep",
+                                   "--from", "0.26.0", "--to", "0.27.0", "--unified"])
+    assert out.exit_code == 1 and out.output.startswith("--- 0.26.0: vllm/v1/worker/gpu_worker.py")
+
+
+def test_project_lock_is_current():
+    """The committed rebasekit.lock.json matches the pinned vLLM and the plugin as it is now."""
+    out = CliRunner().invoke(app, ["corpus", "verify"])
+    assert out.exit_code == 0, f"stale or missing lock; regenerate with `rebasekit corpus lock`:\n{out.output}"
