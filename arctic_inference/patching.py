@@ -37,14 +37,21 @@ Why this shape:
   wrap a wrapper.
 * Every application is recorded (:func:`applied_patches`) so the plugin can
   print what is active and tests can assert on it.
+* ``revert()`` exists for tests only: the plugin never takes a patch out
+  (other engines in the process may rely on it), but a test that patches a
+  live vLLM class must hand the class back unchanged to the next test. It
+  restores exactly what ``apply()`` found, in last-applied-first-reverted
+  order, and refuses when a later patch still wraps the same attribute.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import threading
 import types
+from collections.abc import Iterator
 from typing import ClassVar, Literal
 
 __all__ = [
@@ -54,6 +61,7 @@ __all__ = [
     "PatchRecord",
     "applied_patches",
     "is_applied",
+    "reverting_new_patches",
 ]
 
 ORIG_PREFIX = "_orig_"
@@ -136,6 +144,10 @@ class PatchRecord:
 
 _lock = threading.RLock()
 _registry: dict[tuple[str, str], PatchRecord] = {}
+# Per applied patch: (name, what the target's own namespace held before or
+# _ABSENT, what apply() installed), in installation order; used by revert().
+_ABSENT = object()
+_undo: dict[tuple[str, str], list[tuple[str, object, object]]] = {}
 
 
 def applied_patches() -> tuple[PatchRecord, ...]:
@@ -148,6 +160,25 @@ def is_applied(patch: type[ArcticPatch]) -> bool:
     """Whether ``patch`` (or a re-imported copy of it) was applied here."""
     with _lock:
         return _patch_key(patch) in _registry
+
+
+@contextlib.contextmanager
+def reverting_new_patches() -> Iterator[None]:
+    """Test-only: on exit, revert every patch applied inside the block, newest first.
+
+    For tests that apply real patches to live vLLM classes in the pytest
+    process; the classes are handed back exactly as they were found.
+    """
+    with _lock:
+        before = set(_registry)
+    try:
+        yield
+    finally:
+        with _lock:
+            new = [r for key, r in _registry.items() if key not in before]
+        for record in reversed(new):
+            assert record.patch_class is not None
+            record.patch_class.revert()
 
 
 def _patch_key(patch: type) -> tuple[str, str]:
@@ -257,11 +288,13 @@ class ArcticPatch:
             cls._check_no_zero_arg_super()
             is_module = isinstance(target, types.ModuleType)
             changes = []
+            undo: list[tuple[str, object, object]] = []
             for name, value in cls.patch_attributes().items():
                 if is_module:
                     value = cls._module_value(name, value)
                 action: Action = "replaced" if _target_has(target, name) else "added"
                 changes.append(AttributeChange(name, action, _descriptor_kind(value)))
+                undo.append((name, vars(target).get(name, _ABSENT), value))
                 setattr(target, name, value)
             aliases = cls.orig_aliases()
             record = PatchRecord(
@@ -275,7 +308,42 @@ class ArcticPatch:
                 patch_class=cls,
             )
             _registry[key] = record
+            _undo[key] = undo
             return record
+
+    @classmethod
+    def revert(cls) -> bool:
+        """Test-only: undo ``apply()``; returns False if it was not applied.
+
+        Each attribute gets back the exact object the target's own namespace
+        held before (descriptors included); one the target only inherited, or
+        did not have, is deleted again. The registry forgets the patch, so it
+        can be applied again. Raises ``PatchError`` (changing nothing) when an
+        installed attribute was replaced since, e.g. by a later patch that
+        wraps it: revert that one first.
+        """
+        key = _patch_key(cls)
+        with _lock:
+            record = _registry.get(key)
+            if record is None:
+                return False
+            target = record.target_object
+            undo = _undo[key]
+            moved = [name for name, _, new in undo if vars(target).get(name, _ABSENT) is not new]
+            if moved:
+                raise PatchError(
+                    f"Cannot revert {cls.__module__}.{cls.__qualname__}: "
+                    f"{', '.join(moved)} on {record.target} changed after it was "
+                    "applied (a later patch wraps it?). Revert later patches first."
+                )
+            for name, old, _ in reversed(undo):
+                if old is _ABSENT:
+                    delattr(target, name)
+                else:
+                    setattr(target, name, old)
+            del _registry[key]
+            del _undo[key]
+            return True
 
     @classmethod
     def _check_aliases(cls, target: object) -> None:

@@ -6,6 +6,6 @@ from here, so installing this package next to vLLM is all it needs.
 
 from arctic_inference.suffix_decoding.cache import SuffixDecodingCache
 from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
-from arctic_inference.suffix_decoding.policy import LoadAwareBackoff
+from arctic_inference.suffix_decoding.policy import CostAwarePolicy, LoadAwareBackoff, NeverDraft
 
-__all__ = ["SuffixDecodingCache", "SuffixDecodingDraft", "LoadAwareBackoff"]
+__all__ = ["SuffixDecodingCache", "SuffixDecodingDraft", "CostAwarePolicy", "LoadAwareBackoff", "NeverDraft"]

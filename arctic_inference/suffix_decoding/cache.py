@@ -10,7 +10,8 @@ number of accepted tokens.
 
 from __future__ import annotations
 
-import os
+import atexit
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from itertools import count
@@ -18,7 +19,7 @@ from typing import Any
 
 from arctic_inference.suffix_decoding import _C
 from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
-from arctic_inference.suffix_decoding.policy import LoadAwareBackoff
+from arctic_inference.suffix_decoding.policy import policy_from_env
 
 _PROMPT = 0  # sequence id of the prompt+response inside a request tree
 
@@ -26,6 +27,23 @@ _PROMPT = 0  # sequence id of the prompt+response inside a request tree
 def _check_req_id(req_id: Any) -> None:
     if not isinstance(req_id, Hashable) or isinstance(req_id, (float, bool)) or req_id is None:
         raise ValueError(f"request id must be a str or int, got {type(req_id).__name__}")
+
+
+# Caches still alive when the interpreter exits. vLLM keeps its proposer (and
+# so this cache) reachable from engine objects that are never torn down before
+# exit: from frames of daemon threads, and from reference cycles that the last
+# collection does not reach. Python then frees nanobind's type and function
+# objects first, and nanobind reports every native tree still alive as
+# "leaked". An atexit hook runs before that teardown: it releases the native
+# trees of every live cache, so nothing is left for nanobind to report and the
+# native memory is returned in order rather than abandoned.
+_LIVE: "weakref.WeakSet[SuffixDecodingCache]" = weakref.WeakSet()
+
+
+@atexit.register
+def _release_all_at_exit() -> None:
+    for cache in list(_LIVE):
+        cache.close()
 
 
 def _draft(result: tuple, source: str) -> SuffixDecodingDraft:
@@ -40,7 +58,7 @@ class SuffixDecodingCache:
         self,
         max_tree_depth: int = 64,
         max_cached_requests: int = -1,
-        backoff: LoadAwareBackoff | None | bool = True,  # env ARCTIC_INFERENCE_SUFFIX_BACKOFF=0: off
+        backoff=True,
         tree_min_gain: float = 0.25,
     ) -> None:
         if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, int) or max_tree_depth < 1:
@@ -52,15 +70,29 @@ class SuffixDecodingCache:
         self.max_cached_requests = max_cached_requests
         self.tree_min_gain = tree_min_gain
         if backoff is True:
-            # vLLM builds the cache with defaults; the env var lets benchmarks compare.
-            off = os.environ.get("ARCTIC_INFERENCE_SUFFIX_BACKOFF", "1") == "0"
-            backoff = None if off else LoadAwareBackoff()
-        self.backoff: LoadAwareBackoff | None = backoff or None
+            # vLLM builds the cache with defaults; env vars pick the policy
+            # (see policy.policy_from_env) so benchmarks can compare them.
+            backoff = policy_from_env()
+        # The draft policy: CostAwarePolicy, LoadAwareBackoff, NeverDraft or None.
+        self.backoff = backoff or None
         self._global = _C.SuffixTree(max_tree_depth)
         self._local: dict[Hashable, Any] = {}  # req_id -> request tree
         self._seq: dict[Hashable, int] = {}  # req_id -> id in the global tree (cached)
         self._lru: OrderedDict[Hashable, None] = OrderedDict()  # cached ids, oldest first
         self._ids = count(1)
+        _LIVE.add(self)
+
+    @property
+    def policy(self):
+        return self.backoff
+
+    def close(self) -> None:
+        """Release every native tree now; the cache is unusable afterwards."""
+        self._local.clear()
+        self._seq.clear()
+        self._lru.clear()
+        self._global = None
+        _LIVE.discard(self)
 
     # ------------------------------------------------------------- views
     @property
@@ -84,6 +116,8 @@ class SuffixDecodingCache:
     def start_request(self, req_id: Hashable, prompt_token_ids) -> None:
         """Build the request tree over the prompt; reserve a global slot."""
         _check_req_id(req_id)
+        if self._global is None:
+            raise RuntimeError("SuffixDecodingCache was closed")
         if req_id in self._local:
             raise ValueError(f"request {req_id!r} is already active")
         tree = _C.SuffixTree(self.max_tree_depth)
@@ -133,6 +167,8 @@ class SuffixDecodingCache:
 
     def _tree(self, req_id: Hashable):
         _check_req_id(req_id)
+        if self._global is None:
+            raise RuntimeError("SuffixDecodingCache was closed")
         tree = self._local.get(req_id)
         if tree is None:
             raise KeyError(f"request {req_id!r} is not active (start_request first)")
@@ -168,21 +204,27 @@ class SuffixDecodingCache:
         active = len(self._local)
         if backoff is not None and backoff.should_skip(req_id, active):
             return SuffixDecodingDraft()
+        if backoff is not None and hasattr(backoff, "spec_factor"):
+            max_spec_factor = backoff.spec_factor(max_spec_factor, active)
         args = (max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
-        best = self._best(tree, pattern, args, False)
+        gseq = self._seq.get(req_id, -1)
+        best = self._best(tree, pattern, args, False, gseq)
         if use_tree_spec:
-            branched = self._best(tree, pattern, args, True)
+            branched = self._best(tree, pattern, args, True, gseq)
             if branched.score >= best.score + self.tree_min_gain:
                 best = branched
         if backoff is not None:
             best = backoff.filter(req_id, best, active)
         return best
 
-    def _best(self, tree, pattern, args: tuple, use_tree: bool) -> SuffixDecodingDraft:
-        local = _draft(tree.speculate(pattern, *args, use_tree), "request")
+    def _best(self, tree, pattern, args: tuple, use_tree: bool, gseq: int = -1) -> SuffixDecodingDraft:
+        # Both trees hold the request's own tokens (the request tree from the
+        # prompt on, the global one its response): naming that sequence lets
+        # the native side find shared suffixes in O(1) (same result).
+        local = _draft(tree.speculate(pattern, *args, use_tree, _PROMPT), "request")
         if self._global.num_tokens == 0:
             return local
-        shared = _draft(self._global.speculate(pattern, *args, use_tree), "global")
+        shared = _draft(self._global.speculate(pattern, *args, use_tree, gseq), "global")
         return shared if shared.score > local.score else local
 
     # ------------------------------------------------------------- stats

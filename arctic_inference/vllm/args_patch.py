@@ -42,15 +42,25 @@ def _add_arg(group: argparse._ArgumentGroup, arg: ArcticArg) -> None:
         )
 
 
+def group_description(args: list[ArcticArg]) -> str:
+    """Group text; it names every flag because plain ``--help`` shows only this.
+
+    vLLM's plain ``--help`` prints one line per group (title and description)
+    and no flags; the flags and their help need ``--help=ArcticInference``.
+    """
+    return (
+        "Options of the Arctic Inference plugin (ARCTIC_INFERENCE_ENABLED=1): "
+        f"{', '.join(arg.flag for arg in args)}. Details: --help={ARG_GROUP_TITLE}."
+    )
+
+
 def add_arctic_cli_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add every registered Arctic arg to ``parser`` (once per parser)."""
     present = {action.dest for action in parser._actions}
     todo = [arg for arg in registered_args() if arg.name not in present]
     if todo:
         group = parser.add_argument_group(
-            title=ARG_GROUP_TITLE,
-            description="Options of the Arctic Inference plugin "
-            "(ARCTIC_INFERENCE_ENABLED=1); list them with --help=ArcticInference.",
+            title=ARG_GROUP_TITLE, description=group_description(todo)
         )
         for arg in todo:
             _add_arg(group, arg)

@@ -18,23 +18,33 @@ both. A quantized LM head (any quant method other than
 ``UnquantizedEmbeddingMethod``) is handed to vLLM unchanged: its weight is not
 a plain matrix we could upcast.
 
-Enabled by ``--fp32-lm-head`` / ``ARCTIC_FP32_LM_HEAD=1``; the patch is only
-applied when the knob is on, so the override itself is unconditional.
+Enabled by ``--fp32-lm-head`` / ``ARCTIC_FP32_LM_HEAD=1``. The patch is
+applied when some engine in the process turns the knob on, but several engines
+may share a process, so the switch is per ``LogitsProcessor``: its
+``__init__`` (which vLLM runs while building the model, under
+``set_current_vllm_config``) records the knob of the config the model is
+built for, and ``_apply_head`` follows that record. A processor built before
+the patch was applied has no record and keeps vLLM's projection.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
+from vllm.config import get_current_vllm_config_or_none
 from vllm.model_executor.layers.logits_processor import LogitsProcessor
 from vllm.model_executor.layers.vocab_parallel_embedding import (
     UnquantizedEmbeddingMethod,
 )
 
 from arctic_inference.patching import ArcticPatch
+from arctic_inference.vllm.rl_args import fp32_lm_head_enabled
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
+    "FP32_FLAG_ATTR",
     "FP32LMHeadPatch",
     "fp32_head_projection",
     "uses_fp32_projection",
@@ -47,6 +57,10 @@ __all__ = [
 DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+# Per-LogitsProcessor switch, set by the patched __init__ from the config the
+# model is built under.
+FP32_FLAG_ATTR = "_arctic_fp32_lm_head"
 
 
 def fp32_head_projection(
@@ -110,7 +124,12 @@ def uses_fp32_projection(lm_head: torch.nn.Module, hidden_states: torch.Tensor) 
 class FP32LMHeadPatch(ArcticPatch[LogitsProcessor]):
     """Run the LM-head projection in fp32 for the logits and greedy paths."""
 
+    _orig___init__ = LogitsProcessor.__init__
     _orig__apply_head = LogitsProcessor._apply_head
+
+    def __init__(self: LogitsProcessor, *args: Any, **kwargs: Any) -> None:
+        FP32LMHeadPatch._orig___init__(self, *args, **kwargs)
+        setattr(self, FP32_FLAG_ATTR, fp32_lm_head_enabled(get_current_vllm_config_or_none()))
 
     def _apply_head(
         self: LogitsProcessor,
@@ -118,7 +137,10 @@ class FP32LMHeadPatch(ArcticPatch[LogitsProcessor]):
         hidden_states: torch.Tensor,
         embedding_bias: torch.Tensor | None,
     ) -> torch.Tensor:
-        if not uses_fp32_projection(lm_head, hidden_states):
+        if not (
+            self.__dict__.get(FP32_FLAG_ATTR, False)
+            and uses_fp32_projection(lm_head, hidden_states)
+        ):
             return FP32LMHeadPatch._orig__apply_head(
                 self, lm_head, hidden_states, embedding_bias
             )

@@ -10,17 +10,38 @@ Two ordered lists, one per place a patch must be installed:
   runner modules are only imported where the GPU is used, after fork/spawn.
 
 Lists are applied front to back; entries later in a list wrap what earlier
-entries installed, so foundation entries come first. Adding a feature is one
+entries installed, so foundation entries come first. (A feature switched on
+only by a later engine is applied after features already in, so two features
+that wrap the *same* attribute must share their ``enabled`` predicate.) Adding a feature is one
 ``Feature(...)`` entry in the right list: its patch classes are named by import
 path (imported only when applied), its ``ArcticArg`` knobs are registered at
 plugin load on both sides (so ``vllm serve --help`` always lists them), and
-``enabled`` decides at apply time whether its patches go in at all.
+``enabled`` decides whether its patches are needed in this process (below).
 
 ``enabled`` receives a :class:`PatchContext`. On the worker side it carries
 the real ``VllmConfig`` so a predicate can read Arctic values
 (``ctx.arctic("fp32_lm_head")``). On the engine side the config does not exist
 yet (CLI flags are parsed after plugins load), so engine predicates may only
 use environment switches; gate engine behaviour on config values at runtime.
+
+Several engines in one process (design decision): patches go into vLLM's
+classes, so they are process-wide and stay in once applied, while each
+``LLM(...)`` in the process has its own config and may set a knob
+differently. Two rules make that correct:
+
+1. ``enabled`` is re-evaluated for every engine (every ``WorkerBase.__init__``
+   calls :func:`apply_side` with its own config). A feature the first engine
+   did not want is applied when a later engine turns it on; a feature already
+   in stays in (taking it out would break the engine that needs it).
+2. Therefore a feature's patched code must never assume "patched means on":
+   it decides at run time from the config of the object it runs for (the
+   fp32 LM head reads the knob of the config its ``LogitsProcessor`` was
+   built under; keep-drafter reads ``Worker.vllm_config``; per-seq max tokens
+   reads ``InputProcessor.vllm_config``). ``enabled`` is only an optimisation
+   that keeps unused patches out of a process that never needs them.
+
+A feature with a ``setup`` function runs it once per process, the first time
+the feature is enabled.
 """
 
 from __future__ import annotations
@@ -30,7 +51,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from arctic_inference.patching import ArcticPatch, PatchRecord
+from arctic_inference.patching import ArcticPatch, PatchRecord, applied_patches
 from arctic_inference.utils import get_logger, import_object
 from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm import rl_args
@@ -111,7 +132,7 @@ WORKER_FEATURES: tuple[Feature, ...] = (
     Feature(
         name="worker-runtime-check",
         summary="fail if the worker or model runner bypasses the patches; log banner",
-        patches=("arctic_inference.vllm.runtime_check:WorkerPatch",),
+        patches=("arctic_inference.vllm.worker_check:WorkerPatch",),
     ),
     # --- features ---
     Feature(
@@ -136,7 +157,8 @@ _FEATURES: dict[Side, tuple[Feature, ...]] = {
 }
 
 _lock = threading.RLock()
-_applied_sides: dict[Side, tuple[str, ...]] = {}
+# Features whose setup function has run in this process, per side.
+_setup_done: dict[Side, set[str]] = {"engine": set(), "worker": set()}
 
 
 def register_feature_args() -> None:
@@ -163,42 +185,66 @@ def load_patch_class(path: str, feature: Feature) -> type[ArcticPatch]:
     return patch
 
 
+def _patch_key(path: str) -> tuple[str, str]:
+    module, _, qualname = path.partition(":")
+    return module, qualname
+
+
+def feature_is_applied(feature: Feature, side: Side) -> bool:
+    """Whether all of the feature's patches (and its setup) are in this process.
+
+    Read from the patch registry without importing anything, so a reverted
+    patch (tests) counts as not applied.
+    """
+    applied = {(r.patch_module, r.patch) for r in applied_patches()}
+    if not all(_patch_key(path) in applied for path in feature.patches):
+        return False
+    return feature.setup is None or feature.name in _setup_done[side]
+
+
 def apply_feature(feature: Feature, ctx: PatchContext) -> list[PatchRecord]:
-    """Apply one feature's patches and setup (each patch is idempotent)."""
+    """Apply one feature's patches (idempotent) and, once per process, its setup."""
     records = [load_patch_class(path, feature).apply() for path in feature.patches]
-    if feature.setup is not None:
+    if feature.setup is not None and feature.name not in _setup_done[ctx.side]:
         setup = import_object(feature.setup)
         if not callable(setup):
             raise RuntimeError(
                 f"Arctic feature {feature.name!r}: setup {feature.setup!r} is not callable."
             )
         setup(ctx)
+        _setup_done[ctx.side].add(feature.name)
     return records
 
 
-def apply_side(side: Side, vllm_config: Any | None = None) -> tuple[str, ...]:
-    """Apply the enabled features of one side, once per process.
+def enabled_features(side: Side, vllm_config: Any | None = None) -> tuple[str, ...]:
+    """Names of the features of ``side`` that this config switches on."""
+    ctx = PatchContext(side=side, vllm_config=vllm_config)
+    return tuple(f.name for f in _FEATURES[side] if f.enabled(ctx))
 
-    Returns the names of the features that were applied (on a repeat call,
-    those of the first call).
+
+def apply_side(side: Side, vllm_config: Any | None = None) -> tuple[str, ...]:
+    """Apply what this config enables on ``side`` and is not in yet; return its features.
+
+    Called per engine (see the module docstring): the return value is the
+    features enabled for *this* config, all of which are applied afterwards.
+    Features applied for earlier configs stay applied.
     """
     with _lock:
-        if side in _applied_sides:
-            return _applied_sides[side]
         ctx = PatchContext(side=side, vllm_config=vllm_config)
-        applied = []
+        enabled = []
         for feature in _FEATURES[side]:
             if not feature.enabled(ctx):
-                logger.debug("Arctic feature %s is disabled; not patching", feature.name)
+                logger.debug("Arctic feature %s is off for this config", feature.name)
+                continue
+            enabled.append(feature.name)
+            if feature_is_applied(feature, side):
                 continue
             for record in apply_feature(feature, ctx):
                 logger.debug("Arctic patch applied: %s", record.describe())
-            applied.append(feature.name)
-        _applied_sides[side] = tuple(applied)
-        return _applied_sides[side]
+        return tuple(enabled)
 
 
-def applied_features(side: Side) -> tuple[str, ...] | None:
-    """Feature names applied on ``side`` in this process (None: not yet)."""
+def applied_features(side: Side) -> tuple[str, ...]:
+    """Features of ``side`` whose patches are in this process (any config)."""
     with _lock:
-        return _applied_sides.get(side)
+        return tuple(f.name for f in _FEATURES[side] if feature_is_applied(f, side))

@@ -33,8 +33,14 @@ Where (vLLM 0.26.0):
 
 Enabled by ``--per-seq-max-tokens`` / ``ARCTIC_PER_SEQ_MAX_TOKENS=1``. The
 patches are installed whenever the plugin is on (``vllm serve`` parses its
-flags after plugins load) and check the knob at run time; with the knob off a
-request carrying the key runs as in stock vLLM, with a one-time warning.
+flags after plugins load). The per-engine decision is made in
+``InputProcessor.process_inputs``, from that engine's own config (several
+engines may share a process): with the knob off the key is removed from the
+engine's clone of the params (the caller's object is untouched) and the
+request runs as in stock vLLM, with a one-time warning; with it on, the key
+stays, and ``ParentRequest`` acts on what the input processor left.
+``SamplingParams`` has no config at hand, so its early check follows the env
+variable the config-building process exported.
 """
 
 from __future__ import annotations
@@ -164,6 +170,11 @@ class InputProcessorPerSeqPatch(ArcticPatch[InputProcessor]):
                 PER_SEQ_MAX_TOKENS.flag,
                 PER_SEQ_MAX_TOKENS.env,
             )
+            # The engine's own clone: later stages (ParentRequest, the engine
+            # core's validation of children) then see a stock request.
+            params.extra_args = {
+                k: v for k, v in params.extra_args.items() if k != MAX_TOKENS_PER_SEQ_KEY
+            } or None
             return request
         lengths = per_seq_max_tokens(params)
         assert lengths is not None
@@ -177,11 +188,9 @@ class ParentRequestPerSeqPatch(ArcticPatch[ParentRequest]):
     _orig__get_child_sampling_params = ParentRequest._get_child_sampling_params
 
     def _get_child_sampling_params(self: ParentRequest, index: int) -> SamplingParams:
-        lengths = (
-            per_seq_max_tokens(self.sampling_params)
-            if per_seq_max_tokens_enabled()
-            else None
-        )
+        # No config here: the input processor of this engine already removed
+        # the key when the engine has the knob off.
+        lengths = per_seq_max_tokens(self.sampling_params)
         if lengths is None:
             return ParentRequestPerSeqPatch._orig__get_child_sampling_params(self, index)
         if self.sampling_params.seed is not None:

@@ -6,8 +6,10 @@ must stay light; the feature modules import it for their runtime gates.
 Engine-side patches (per-sequence max tokens) are installed whenever the
 plugin is on, because ``vllm serve`` parses its flags only after plugins load;
 they consult :func:`per_seq_max_tokens_enabled` at run time. Worker-side
-features (fp32 LM head, keep drafter) are switched by the resolved config
-value when the worker applies its patches.
+features (fp32 LM head, keep drafter) are applied when some engine's config
+turns them on, and then consult the same config-level helpers at run time
+for the engine they run in (several engines may share a process; see
+``patch_set``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ __all__ = [
     "FP32_LM_HEAD",
     "PER_SEQ_MAX_TOKENS",
     "SLEEP_KEEP_DRAFTER",
+    "fp32_lm_head_enabled",
     "fp32_lm_head_on",
     "per_seq_max_tokens_enabled",
+    "sleep_keep_drafter_enabled",
     "sleep_keep_drafter_on",
 ]
 
@@ -82,11 +86,21 @@ def _resolve(arg: ArcticArg, vllm_config: Any | None) -> Any:
     return arg.default if from_env is None else from_env
 
 
+def fp32_lm_head_enabled(vllm_config: Any | None) -> bool:
+    """Whether this config asks for the fp32 LM head."""
+    return bool(_resolve(FP32_LM_HEAD, vllm_config))
+
+
+def sleep_keep_drafter_enabled(vllm_config: Any | None) -> bool:
+    """Whether this config asks to keep the drafter across level-2 sleep."""
+    return bool(_resolve(SLEEP_KEEP_DRAFTER, vllm_config))
+
+
 def fp32_lm_head_on(ctx: Any) -> bool:
     """Worker-side predicate of the fp32 LM head feature (``PatchContext``)."""
-    return bool(_resolve(FP32_LM_HEAD, ctx.vllm_config))
+    return fp32_lm_head_enabled(ctx.vllm_config)
 
 
 def sleep_keep_drafter_on(ctx: Any) -> bool:
     """Worker-side predicate of the keep-drafter-on-sleep feature (``PatchContext``)."""
-    return bool(_resolve(SLEEP_KEEP_DRAFTER, ctx.vllm_config))
+    return sleep_keep_drafter_enabled(ctx.vllm_config)

@@ -5,19 +5,29 @@ the patches were not written for (the V2 model runner is the usual case),
 every patch would silently do nothing. These checks look at the objects vLLM
 actually built and raise (or, with ARCTIC_INFERENCE_SKIP_RUNTIME_CHECK=1,
 warn). The worker check also logs the one-line banner naming active patches.
+
+This module is engine-side: it must not import worker or model-runner
+modules (the front end would pay for ~400 modules it never uses). The worker
+check, which needs ``gpu_worker``, lives in :mod:`arctic_inference.vllm.worker_check`.
+
+Overrides: a subclass that redefines a patched method is a bypass only if it
+does not hand the call on. ``Worker.__init__`` is the standard example: it
+overrides the patched ``WorkerBase.__init__`` but calls ``super().__init__``,
+so the patch runs. :func:`bypassing_override` follows the MRO and accepts
+an override only when its code calls ``super().<same name>``.
 """
 
 from __future__ import annotations
 
+import dis
 import inspect
 from typing import Any
 
 import vllm
 from vllm.v1.engine.core import EngineCore
-from vllm.v1.worker.gpu_worker import Worker
 
 from arctic_inference import envs
-from arctic_inference.patching import ArcticPatch, applied_patches
+from arctic_inference.patching import ORIG_PREFIX, ArcticPatch, applied_patches
 from arctic_inference.utils import get_logger
 
 logger = get_logger(__name__)
@@ -44,23 +54,87 @@ def _fail(message: str) -> None:
     raise ArcticBypassError(message)
 
 
-def overridden_patch_attributes(obj: Any) -> list[str]:
-    """Patched attributes that ``type(obj)`` resolves to something else.
+def _code_of(attribute: object) -> Any:
+    """The code object behind a function, method descriptor or property."""
+    if isinstance(attribute, property):
+        attribute = attribute.fget
+    func = inspect.unwrap(getattr(attribute, "__func__", attribute))  # type: ignore[arg-type]
+    return getattr(func, "__code__", None)
 
-    A subclass that overrides a patched method may skip the patch (unless it
-    calls ``super()``), so these are reported as warnings, not errors.
+
+def calls_super(attribute: object, name: str) -> bool:
+    """Whether ``attribute``'s code calls ``super().<name>`` (or ``super(C, x).<name>``).
+
+    Read from the bytecode, so it needs no source file: after ``super`` is
+    loaded, the next attribute looked up on the result must be ``name``.
+    Code we cannot read (builtins) counts as not delegating.
+    """
+    code = _code_of(attribute)
+    if code is None:
+        return False
+    after_super = False
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_SUPER_ATTR":  # Python >= 3.12
+            if ins.argval == name:
+                return True
+        elif ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "super":
+            after_super = True
+        elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and after_super:
+            if ins.argval == name:
+                return True
+            after_super = False
+    return False
+
+
+def _own_code_for(klass: type, name: str) -> object:
+    """What runs first for ``klass.<name>``: an Arctic wrapper's original if
+    Arctic patched ``klass`` itself (the wrapper always calls it), else the attribute."""
+    value = vars(klass)[name]
+    for record in applied_patches():
+        if record.target_object is klass and record.patch_class is not None:
+            if name in record.aliases and vars(record.patch_class).get(name) is value:
+                return vars(record.patch_class)[ORIG_PREFIX + name]
+    return value
+
+
+def bypassing_override(cls: type, target: type, name: str) -> type | None:
+    """The class in ``cls``'s MRO whose ``name`` keeps the call from ``target``'s.
+
+    Walks from ``cls`` towards ``target``: every class on the way that defines
+    ``name`` must call ``super().<name>``, otherwise it is returned. None means
+    a call on a ``cls`` instance reaches ``target.<name>`` (the patch).
+    """
+    for klass in cls.__mro__:
+        if klass is target:
+            return None
+        if name in vars(klass) and not calls_super(_own_code_for(klass, name), name):
+            return klass
+    return None
+
+
+def overridden_patch_attributes(obj: Any) -> list[str]:
+    """Patched attributes that ``type(obj)`` overrides without reaching the patch.
+
+    An override that calls ``super()`` into the patched method is fine; one
+    that does not may bypass the patch. Reported as warnings, not errors: the
+    override may re-implement what the patch needs, which only a human can
+    judge.
     """
     found = []
-    mro = type(obj).__mro__
+    cls = type(obj)
     for record in applied_patches():
         target = record.target_object
-        if not isinstance(target, type) or target not in mro:
+        if not isinstance(target, type) or target not in cls.__mro__:
             continue
         for change in record.attributes:
-            installed = vars(target).get(change.name)
-            resolved = inspect.getattr_static(type(obj), change.name, None)
-            if installed is not None and resolved is not installed:
-                found.append(f"{_qualname(type(obj))}.{change.name} (patched on {record.target})")
+            if change.name not in vars(target):
+                continue
+            culprit = bypassing_override(cls, target, change.name)
+            if culprit is not None:
+                found.append(
+                    f"{_qualname(culprit)}.{change.name} (patched on {record.target}; "
+                    "the override does not call super())"
+                )
     return found
 
 
@@ -86,11 +160,20 @@ def active_patch_names() -> list[str]:
     return [record.patch for record in applied_patches()]
 
 
-def banner(runner_label: str) -> str:
-    return (
+def banner(runner_label: str, features: tuple[str, ...] | None = None) -> str:
+    """The one-line proof in the worker log that the plugin is active.
+
+    ``patches`` are installed process-wide; ``features`` (when given) are
+    the ones switched on for this engine's config, which is what differs when
+    several engines share a process.
+    """
+    line = (
         f"Arctic Inference active (vLLM {vllm.__version__}, {runner_label}): "
         f"patches=[{', '.join(active_patch_names())}]"
     )
+    if features is not None:
+        line += f" features=[{', '.join(features)}]"
+    return line
 
 
 def verify_engine_core(core: EngineCore) -> None:
@@ -135,25 +218,3 @@ class EngineCorePatch(ArcticPatch[EngineCore]):
         if not self.__dict__.get("_arctic_verified"):
             verify_engine_core(self)
         return EngineCorePatch._orig_step_with_batch_queue(self)
-
-
-def verify_worker(worker: Worker) -> str:
-    """Check the worker and its model runner; return the banner line."""
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-
-    verify_instance(worker, "worker", Worker)
-    runner = getattr(worker, "model_runner", None)
-    verify_instance(runner, "model runner", GPUModelRunner)
-    label = "V1 runner" if isinstance(runner, GPUModelRunner) else "UNPATCHED runner"
-    return banner(label)
-
-
-class WorkerPatch(ArcticPatch[Worker]):
-    """Verify the model runner right after vLLM creates it; log the banner."""
-
-    _orig_init_device = Worker.init_device
-
-    def init_device(self) -> Any:
-        result = WorkerPatch._orig_init_device(self)
-        logger.info(verify_worker(self))
-        return result

@@ -20,7 +20,10 @@ out: they belong to the target and come back with its reload. The restore
 happens inside ``wake_up``, i.e. *before* any ``reload_weights``, so a shared
 tensor that the reload updates is never overwritten with a stale copy.
 
-Enabled by ``--sleep-keep-drafter`` / ``ARCTIC_SLEEP_KEEP_DRAFTER=1``.
+Enabled by ``--sleep-keep-drafter`` / ``ARCTIC_SLEEP_KEEP_DRAFTER=1``. The
+patch is applied when some engine in the process turns the knob on; each
+worker then follows its own ``vllm_config`` (several engines may share a
+process), so a worker whose engine left the knob off sleeps as in stock vLLM.
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from vllm.v1.worker.gpu_worker import Worker
 
 from arctic_inference.patching import ArcticPatch
 from arctic_inference.utils import get_logger
+from arctic_inference.vllm.rl_args import sleep_keep_drafter_enabled
 
 __all__ = [
     "DrafterSnapshot",
     "WorkerSleepKeepDrafterPatch",
+    "keeps_drafter",
     "restore_module_state",
     "snapshot_module_state",
     "storage_ptrs",
@@ -129,6 +134,11 @@ def restore_module_state(module: nn.Module, snapshot: DrafterSnapshot) -> int:
     return restored
 
 
+def keeps_drafter(worker: Worker) -> bool:
+    """Whether this worker's own engine config asked to keep the drafter."""
+    return sleep_keep_drafter_enabled(getattr(worker, "vllm_config", None))
+
+
 class WorkerSleepKeepDrafterPatch(ArcticPatch[Worker]):
     """Save the drafter to host memory on level-2 sleep; restore it on wake-up."""
 
@@ -137,7 +147,7 @@ class WorkerSleepKeepDrafterPatch(ArcticPatch[Worker]):
 
     def sleep(self: Worker, level: int = 1) -> None:
         snapshot = getattr(self, "_arctic_drafter_snapshot", None)
-        if level == 2 and snapshot is None:
+        if level == 2 and snapshot is None and keeps_drafter(self):
             drafter = self.get_draft_model()
             if drafter is not None:
                 target = self.model_runner.get_model()

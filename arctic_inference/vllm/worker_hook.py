@@ -33,7 +33,11 @@ from arctic_inference.vllm.patch_set import apply_side
 
 
 class WorkerBasePatch(ArcticPatch[WorkerBase]):
-    """Apply WORKER_FEATURES before the first worker of this process is set up."""
+    """Apply the WORKER_FEATURES this worker's config enables, before it is set up.
+
+    Runs for every worker, not once per process: a later engine in the same
+    process may enable a feature the first one did not (see ``patch_set``).
+    """
 
     _orig___init__ = WorkerBase.__init__
 

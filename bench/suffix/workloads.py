@@ -6,6 +6,10 @@ Each workload yields (prompt, response) pairs of token id lists.
 - code: real Python source (the stdlib's .py files) cut into tokens with the
   stdlib ``tokenize`` module and numbered by first appearance.
 - chat: Zipf-distributed tokens with little verbatim repetition.
+- copy: the GPU benchmark's prompts (gpu_speed.py: a document, filler, then
+  the document's opening re-quoted) answered by a copier that continues the
+  quote but writes a random token with probability ``noise`` (5% matches the
+  drafts/acceptance counts of the first H200 run of copy-llama).
 """
 
 from __future__ import annotations
@@ -85,7 +89,51 @@ def chat(n: int, seed: int = 0, prompt_len: int = 512, resp_len: int = 256):
         yield toks[:prompt_len], toks[prompt_len:]
 
 
-WORKLOADS = {"agentic": agentic, "code": code, "chat": chat}
+def copy_prompts(n: int, seed: int, doc_len: int = 192, vocab: int = 348) -> list[list[int]]:
+    """Prompts that re-quote an earlier span (same construction as gpu_speed.py)."""
+    import random
+
+    rng = random.Random(seed)
+    prompts = []
+    for _ in range(n):
+        doc = [rng.randrange(4, vocab) for _ in range(doc_len)]
+        filler = [rng.randrange(4, vocab) for _ in range(doc_len // 4)]
+        prompts.append(doc + filler + doc[: doc_len // 6])
+    return prompts
+
+
+COPY_PERIOD = 192 + 192 // 4  # document + filler of copy_prompts' default doc_len
+
+
+def noisy_copy(prompt: list[int], n: int, noise: float, rng, vocab: int = 348,
+               period: int = COPY_PERIOD) -> list[int]:
+    """Continue the quote (it repeats with period document + filler) with random slips."""
+    ctx = list(prompt)
+    for _ in range(n):
+        ctx.append(ctx[-period] if rng.random() >= noise else int(rng.integers(4, vocab)))
+    return ctx[len(prompt):]
+
+
+def copy(n: int, seed: int = 0, resp_len: int = 256, noise: float = 0.05):
+    rng = np.random.default_rng(seed)
+    for p in copy_prompts(n, seed + 1):
+        yield p, noisy_copy(p, resp_len, noise, rng)
+
+
+def copy_record(single: int = 8, batch: int = 32, resp_len: int = 256, noise: float = 0.05, seed: int = 0):
+    """A gpu_speed.py --record layout filled by the noisy copier (for offline checks)."""
+    rng = np.random.default_rng(seed)
+    a = copy_prompts(single, 1)
+    b = copy_prompts(batch, 2)
+    outs_b = [noisy_copy(p, resp_len, noise, rng) for p in b]
+    return {"phases": {
+        "a_single": {"prompts": a, "outputs": {"none": [noisy_copy(p, resp_len, noise, rng) for p in a]}},
+        "b_batch_first": {"prompts": b, "outputs": {"none": outs_b}},
+        "c_batch_again": {"prompts": b, "outputs": {"none": outs_b}},
+    }}
+
+
+WORKLOADS = {"agentic": agentic, "code": code, "chat": chat, "copy": copy}
 
 if __name__ == "__main__":  # quick look at sizes
     for name, fn in WORKLOADS.items():

@@ -136,15 +136,17 @@ NB_MODULE(_C, m) {
       .def(
           "speculate",
           [](const SuffixTree& t, nb::handle pattern, int max_spec_tokens, double max_spec_factor,
-             double max_spec_offset, double min_token_prob, bool use_tree) {
+             double max_spec_offset, double min_token_prob, bool use_tree, int64_t seq_id) {
             to_tokens(pattern, scratch);
             return draft_tuple(t.speculate(scratch.data(), scratch.size(), max_spec_tokens,
                                            max_spec_factor, max_spec_offset, min_token_prob,
-                                           use_tree));
+                                           use_tree, seq_id));
           },
           nb::arg("pattern").none(), nb::arg("max_spec_tokens"), nb::arg("max_spec_factor"),
           nb::arg("max_spec_offset"), nb::arg("min_token_prob"), nb::arg("use_tree"),
-          "Returns (token_ids, parents, probs, score, match_len).")
+          nb::arg("seq_id") = -1,
+          "Returns (token_ids, parents, probs, score, match_len). seq_id: a stored sequence "
+          "ending like the pattern (its frontier speeds up matching; the result is the same).")
       .def(
           "count",
           [](const SuffixTree& t, nb::handle path) {

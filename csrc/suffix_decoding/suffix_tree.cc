@@ -12,10 +12,8 @@ namespace suffix {
 ChildTable::ChildTable() { clear(); }
 
 void ChildTable::clear() {
-  keys_.assign(16, kEmpty);
-  keys_.shrink_to_fit();
-  vals_.assign(16, -1);
-  vals_.shrink_to_fit();
+  slots_.assign(16, Slot{kEmpty, -1});
+  slots_.shrink_to_fit();
   mask_ = 15;
   size_ = 0;
 }
@@ -29,56 +27,50 @@ size_t ChildTable::slot(uint64_t key) const {
 
 int32_t ChildTable::find(uint64_t key) const {
   for (size_t i = slot(key);; i = (i + 1) & mask_) {
-    if (keys_[i] == key) return vals_[i];
-    if (keys_[i] == kEmpty) return -1;
+    const Slot& s = slots_[i];
+    if (s.key == key) return s.val;
+    if (s.key == kEmpty) return -1;
   }
 }
 
 void ChildTable::grow() {
-  std::vector<uint64_t> old_keys;
-  std::vector<int32_t> old_vals;
-  old_keys.swap(keys_);
-  old_vals.swap(vals_);
+  std::vector<Slot> old;
+  old.swap(slots_);
   size_t cap = (mask_ + 1) * 2;
-  keys_.assign(cap, kEmpty);
-  vals_.assign(cap, -1);
+  slots_.assign(cap, Slot{kEmpty, -1});
   mask_ = cap - 1;
-  for (size_t i = 0; i < old_keys.size(); ++i) {
-    if (old_keys[i] == kEmpty) continue;
-    size_t j = slot(old_keys[i]);
-    while (keys_[j] != kEmpty) j = (j + 1) & mask_;
-    keys_[j] = old_keys[i];
-    vals_[j] = old_vals[i];
+  for (const Slot& s : old) {
+    if (s.key == kEmpty) continue;
+    size_t j = slot(s.key);
+    while (slots_[j].key != kEmpty) j = (j + 1) & mask_;
+    slots_[j] = s;
   }
 }
 
 void ChildTable::insert(uint64_t key, int32_t value) {
   if ((size_ + 1) * 10 > (mask_ + 1) * 7) grow();
   size_t i = slot(key);
-  while (keys_[i] != kEmpty) i = (i + 1) & mask_;
-  keys_[i] = key;
-  vals_[i] = value;
+  while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+  slots_[i] = Slot{key, value};
   ++size_;
 }
 
 void ChildTable::erase(uint64_t key) {
   size_t i = slot(key);
-  while (keys_[i] != key) i = (i + 1) & mask_;
+  while (slots_[i].key != key) i = (i + 1) & mask_;
   // Backward-shift deletion keeps probe chains intact without tombstones.
   size_t j = i;
   for (;;) {
     j = (j + 1) & mask_;
-    if (keys_[j] == kEmpty) break;
-    size_t home = slot(keys_[j]);
+    if (slots_[j].key == kEmpty) break;
+    size_t home = slot(slots_[j].key);
     bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
     if (movable) {
-      keys_[i] = keys_[j];
-      vals_[i] = vals_[j];
+      slots_[i] = slots_[j];
       i = j;
     }
   }
-  keys_[i] = kEmpty;
-  vals_[i] = -1;
+  slots_[i] = Slot{kEmpty, -1};
   --size_;
 }
 
@@ -133,6 +125,8 @@ void SuffixTree::extend(int64_t seq_id, const int32_t* tokens, size_t n) {
     const int32_t t = tokens[i];
     const size_t f = s.frontier.size();
     const size_t nf = std::min(f + 1, keep);
+    for (size_t k = 0; k < f; ++k) table_.prefetch(key(s.frontier[k], t));
+    table_.prefetch(key(0, t));
     s.frontier.resize(nf);
     // Grow every live suffix by one token, longest first so the frontier can
     // be shifted in place.
@@ -184,13 +178,39 @@ int32_t SuffixTree::walk(const int32_t* tokens, size_t n) const {
   return node;
 }
 
+SuffixTree::Anchor SuffixTree::anchor(int64_t seq_id, const int32_t* pattern, size_t n) const {
+  Anchor a;
+  if (seq_id < 0) return a;
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end()) return a;
+  const std::vector<int32_t>& toks = it->second.tokens;
+  const size_t lim = std::min({n, toks.size(), it->second.frontier.size()});
+  size_t k = 0;
+  while (k < lim && pattern[n - 1 - k] == toks[toks.size() - 1 - k]) ++k;
+  a.frontier = &it->second.frontier;
+  a.shared = k;
+  return a;
+}
+
+int32_t SuffixTree::suffix_node(const int32_t* pattern, size_t n, int32_t len, const Anchor& a) const {
+  // frontier[len - 1] is the node of the sequence's last `len` tokens, which
+  // are the pattern's last `len` tokens while len <= shared.
+  if (a.frontier != nullptr && len >= 1 && static_cast<size_t>(len) <= a.shared)
+    return (*a.frontier)[len - 1];
+  return walk(pattern + n - len, len);
+}
+
 int32_t SuffixTree::longest_match(const int32_t* pattern, size_t n) const {
+  return longest_match(pattern, n, Anchor{});
+}
+
+int32_t SuffixTree::longest_match(const int32_t* pattern, size_t n, const Anchor& a) const {
   // Only occurrences that continue count: the context itself is stored in
   // its request tree and always "matches" at its own end. Having a continuing
   // occurrence is monotone in the suffix length (drop the first token of an
   // occurrence and it still continues), so binary search the length.
   auto continues = [&](int32_t len) {
-    int32_t node = walk(pattern + n - len, len);
+    int32_t node = suffix_node(pattern, n, len, a);
     return node >= 0 && nodes_[node].first_child >= 0;
   };
   int32_t lo = 0, hi = static_cast<int32_t>(std::min(n, static_cast<size_t>(max_depth_ - 1)));
@@ -272,10 +292,11 @@ float SuffixTree::expand_tree(int32_t node, int32_t budget, double min_prob, Dra
 
 Draft SuffixTree::speculate(const int32_t* pattern, size_t n, int32_t max_spec_tokens,
                             double max_spec_factor, double max_spec_offset,
-                            double min_token_prob, bool use_tree) const {
+                            double min_token_prob, bool use_tree, int64_t seq_id) const {
   Draft best;
   if (n == 0 || max_spec_tokens <= 0) return best;
-  const int32_t lmax = longest_match(pattern, n);
+  const Anchor a = anchor(seq_id, pattern, n);
+  const int32_t lmax = longest_match(pattern, n, a);
   if (lmax == 0) return best;
   auto budget = [&](int32_t len) {
     double lim = std::floor(max_spec_factor * len + max_spec_offset);
@@ -294,7 +315,7 @@ Draft SuffixTree::speculate(const int32_t* pattern, size_t n, int32_t max_spec_t
     if (len < 1 || (ci == 1 && len == lmax) || (ci == 2 && (len == lmax || len == lfit))) continue;
     const int32_t b = budget(len);
     if (b <= 0) continue;
-    const int32_t node = walk(pattern + n - len, len);
+    const int32_t node = suffix_node(pattern, n, len, a);
     if (node < 0) continue;
     Draft d;
     d.match_len = len;

@@ -32,18 +32,25 @@ class ChildTable {
  public:
   ChildTable();
   int32_t find(uint64_t key) const;
+  // Hint the cache line of a key's home slot (extend looks up ~max_depth
+  // unrelated keys per token; prefetching them first overlaps the misses).
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[slot(key)]); }
   void insert(uint64_t key, int32_t value);  // key must be absent
   void erase(uint64_t key);                  // key must be present
   void clear();
   size_t size() const { return size_; }
-  size_t bytes() const { return keys_.capacity() * (sizeof(uint64_t) + sizeof(int32_t)); }
+  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
 
  private:
   static constexpr uint64_t kEmpty = ~0ULL;
   size_t slot(uint64_t key) const;
   void grow();
-  std::vector<uint64_t> keys_;
-  std::vector<int32_t> vals_;
+  // Key and value side by side: one cache line per probe instead of two.
+  struct Slot {
+    uint64_t key;
+    int32_t val;
+  };
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };
@@ -65,9 +72,14 @@ class SuffixTree {
   int32_t longest_match(const int32_t* pattern, size_t n) const;
 
   // Draft from the best of a few context-suffix lengths (see .cc).
+  // `seq_id` (optional, -1: none) names a stored sequence whose tokens end
+  // the way `pattern` does (a request's own context): suffixes shared with
+  // it are then looked up in its frontier in O(1) instead of walked from the
+  // root. The result is identical either way; a mismatching or unknown
+  // sequence only costs the comparison.
   Draft speculate(const int32_t* pattern, size_t n, int32_t max_spec_tokens,
                   double max_spec_factor, double max_spec_offset,
-                  double min_token_prob, bool use_tree) const;
+                  double min_token_prob, bool use_tree, int64_t seq_id = -1) const;
 
   size_t num_nodes() const { return live_nodes_; }
   size_t num_sequences() const { return seqs_.size(); }
@@ -103,6 +115,15 @@ class SuffixTree {
   int32_t child_or_create(int32_t node, int32_t token);
   void release(int32_t node);
   int32_t walk(const int32_t* tokens, size_t n) const;  // -1 if absent
+  // Frontier of a stored sequence and how many trailing pattern tokens it shares.
+  struct Anchor {
+    const std::vector<int32_t>* frontier = nullptr;
+    size_t shared = 0;
+  };
+  Anchor anchor(int64_t seq_id, const int32_t* pattern, size_t n) const;
+  // Node of the last `len` pattern tokens (-1 if absent).
+  int32_t suffix_node(const int32_t* pattern, size_t n, int32_t len, const Anchor& a) const;
+  int32_t longest_match(const int32_t* pattern, size_t n, const Anchor& a) const;
   float expand_path(int32_t node, int32_t budget, double min_prob, Draft* out) const;
   float expand_tree(int32_t node, int32_t budget, double min_prob, Draft* out) const;
 

@@ -10,6 +10,10 @@ from rebasekit.drift.parallel import find_twins
 from rebasekit.findings import Finding, Location
 
 
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 @register_check(codes=["RK401"])
 def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
     seen: set[str] = set()
@@ -20,7 +24,9 @@ def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
         target = ctx.new.resolve(patch.target)
         if target is None or target.kind != "class":
             continue
-        patched = {a.name for a in patch.attributes}
+        # Dunders (``__init__`` above all) are on every class: sharing one says nothing about
+        # being the same concept, so only ordinary members count as evidence of a twin.
+        patched = {a.name for a in patch.attributes if not _is_dunder(a.name)}
         for twin in find_twins(ctx.new, target.qualname):
             twin_sym = ctx.new.resolve(twin.qualname)
             shared = sorted(patched & set(twin_sym.members if twin_sym is not None else {}))

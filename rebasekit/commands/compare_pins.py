@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
-from rebasekit.errors import RebasekitError
+from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, handle_errors
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
 from rebasekit.history.render import dumps, print_table, to_markdown
@@ -71,6 +71,7 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
+@handle_errors
 def compare_pins_cmd(
     repo: Path = typer.Option(Path("."), "--repo", help="The plugin's git checkout."),
     history: Optional[str] = typer.Option(
@@ -84,18 +85,14 @@ def compare_pins_cmd(
     write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown ledger here."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
 ) -> None:
-    try:
-        root = repo.resolve()
-        write_rel = _relative(write, root) if write else None
-        options = CompareOptions(
-            history=history, include_worktree=include_worktree, probes=probes,
-            branch_globs=tuple(branch_pattern) if branch_pattern else None,
-            exclude=(write_rel,) if write_rel else (),
-        )
-        ledger = compare_pins(root, options)
-    except RebasekitError as exc:
-        typer.echo(f"error: {exc.render()}", err=True)
-        raise typer.Exit(2) from None
+    root = repo.resolve()
+    write_rel = _relative(write, root) if write else None
+    options = CompareOptions(
+        history=history, include_worktree=include_worktree, probes=probes,
+        branch_globs=tuple(branch_pattern) if branch_pattern else None,
+        exclude=(write_rel,) if write_rel else (),
+    )
+    ledger = compare_pins(root, options)
     if write is not None:
         shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
         command = _command_line(history, include_worktree, probes, branch_pattern, shown)
@@ -106,7 +103,7 @@ def compare_pins_cmd(
         print_table(ledger, Console(width=max(Console().width, 100)))
         if write is not None:
             typer.echo(f"wrote {write}")
-    raise typer.Exit(1 if ledger.flags else 0)
+    raise typer.Exit(EXIT_FINDINGS if ledger.flags else EXIT_CLEAN)
 
 
 def register(app: typer.Typer) -> None:

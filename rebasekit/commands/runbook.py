@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from rebasekit.errors import InputError, RebasekitError
+from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, handle_errors
+from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
 from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
 from rebasekit.runbook.render import to_markdown
@@ -36,6 +37,7 @@ def _parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+@handle_errors
 def runbook_cmd(
     old: str = typer.Option(..., "--from", help="The pin the plugin supports now."),
     new: str = typer.Option(..., "--to", help="The pin to rebase onto."),
@@ -49,22 +51,18 @@ def runbook_cmd(
                                         help="Also map plugin files changed since this git ref."),
     model: str = typer.Option("Qwen/Qwen2.5-0.5B-Instruct", "--model", help="Model for serving."),
 ) -> None:
-    try:
-        root = project.resolve()
-        data = read_pyproject(root)
-        name = plugin_name(data, plugin)
-        if not (root / name.replace(".", "/")).is_dir():
-            raise InputError(f"plugin package {name!r} not found under {root}")
-        from rebasekit.scan import scan_plugin
+    root = project.resolve()
+    data = read_pyproject(root)
+    name = plugin_name(data, plugin)
+    if not (root / name.replace(".", "/")).is_dir():
+        raise InputError(f"plugin package {name!r} not found under {root}")
+    from rebasekit.scan import scan_plugin
 
-        result = scan_plugin(new, from_=old, plugin=root / name.replace(".", "/"))
-        changed = changed_since(root, since, name) if since else []
-        settings = Settings(name, entry_point(data), _parse_env(env), model=model)
-        book = build_runbook(old, new, result.findings, changed, scan_tests(root, tests, name), settings)
-        results = load_results(record, [p.key for p in book.phases]) if record else {}
-    except RebasekitError as exc:
-        typer.echo(f"error: {exc.render()}", err=True)
-        raise typer.Exit(2) from None
+    result = scan_plugin(new, from_=old, plugin=root / name.replace(".", "/"))
+    changed = changed_since(root, since, name) if since else []
+    settings = Settings(name, entry_point(data), _parse_env(env), model=model)
+    book = build_runbook(old, new, result.findings, changed, scan_tests(root, tests, name), settings)
+    results = load_results(record, [p.key for p in book.phases]) if record else {}
     parts = ["rebasekit", "runbook", "--from", old, "--to", new]
     for key, value in settings.env:
         parts += ["--env", f"{key}={value}"]
@@ -81,7 +79,7 @@ def runbook_cmd(
         typer.echo(f"wrote {write}: {len(book.changes)} changes, {len(book.phases)} phases")
     else:
         typer.echo(text, nl=False)
-    raise typer.Exit(1 if any(r.status == "fail" for r in results.values()) else 0)
+    raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results.values()) else EXIT_CLEAN)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
+from rebasekit.astutil import dotted
 from rebasekit.corpus.models import (
     OrigAlias, PatchAttr, PatchClass, PluginCorpus, PluginFile, PluginImport, SelfRead, UpstreamCall,
 )
@@ -68,18 +69,6 @@ def _comments(source: bytes) -> dict[int, str]:
     except (tokenize.TokenError, SyntaxError):
         pass
     return found
-
-
-def dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _FileVisitor:

@@ -7,21 +7,10 @@ bodies, so they parse the few files they look at here, once per file content.
 from __future__ import annotations
 
 import ast
-import hashlib
-from functools import lru_cache
 
+from rebasekit.astutil import parse_text
 
-@lru_cache(maxsize=512)
-def _parse(digest: str, text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-
-
-def parse_text(text: str) -> ast.Module | None:
-    """Parse ``text`` (cached by content); None for a file that does not parse."""
-    return _parse(hashlib.sha1(text.encode()).hexdigest(), text)
+__all__ = ["find_def", "parse_file", "parse_text"]
 
 
 def parse_file(tree: object, relpath: str) -> ast.Module | None:

@@ -16,6 +16,7 @@ from rebasekit.drift.astcache import parse_text
 from rebasekit.drift.shapes import AttrValue, self_assignments
 from rebasekit.drift.upstream import def_node
 from rebasekit.index import CodeIndex, Symbol
+from rebasekit.index.cache import tree_memo
 
 
 @dataclass
@@ -102,17 +103,31 @@ def provision(index: CodeIndex, cls: Symbol, attr: str) -> Provision:
     """Every ``self.attr = ...`` in methods of ``cls``'s in-tree MRO, plus a class member."""
     found: list[tuple[str, AttrValue]] = []
     for klass in index.mro(cls):
-        if attr not in (klass.fact.instance_attrs if klass.fact else {}):
-            continue
-        node = def_node(klass)
-        if node is None:
-            continue
-        for func in node.body:
-            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for value in self_assignments(func).get(attr, []):
-                    line = (klass.lineno or 1) + value.line - 1
-                    found.append((f"{klass.name}.{func.name}", AttrValue(value.kind, value.detail, line, value.source)))
+        if attr in (klass.fact.instance_attrs if klass.fact else {}):
+            found += class_assignments(index, klass.qualname).get(attr, [])
     return Provision(found, index.lookup_member(cls, attr))
+
+
+@tree_memo
+def class_assignments(index: CodeIndex, qualname: str) -> dict[str, list[tuple[str, AttrValue]]]:
+    """``self.X = ...`` values per attribute in the methods of one class (not its bases).
+
+    Patched classes are the biggest in the tree (a model runner runs to thousands of
+    lines), so parsing them and classifying every assignment is cached per tree.
+    """
+    klass = index.resolve(qualname)
+    node = def_node(klass) if klass is not None and klass.kind == "class" else None
+    out: dict[str, list[tuple[str, AttrValue]]] = {}
+    if node is None:
+        return out
+    for func in node.body:
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for name, values in self_assignments(func).items():
+                for value in values:
+                    line = (klass.lineno or 1) + value.line - 1
+                    out.setdefault(name, []).append(
+                        (f"{klass.name}.{func.name}", AttrValue(value.kind, value.detail, line, value.source)))
+    return out
 
 
 def kind_changed(old: Provision, new: Provision) -> bool:

@@ -59,7 +59,8 @@ def definitions(source: str, *, nested: bool = True) -> dict[str, Definition]:
     return out
 
 
-def _strip_docstring(node: ast.AST) -> ast.AST:
+def _docstring_free_body(node: ast.AST) -> list[ast.stmt] | None:
+    """The body without its docstring (``[Pass]`` if nothing else), or None if it has none."""
     body = getattr(node, "body", None)
     if (
         isinstance(body, list)
@@ -68,19 +69,29 @@ def _strip_docstring(node: ast.AST) -> ast.AST:
         and isinstance(body[0].value, ast.Constant)
         and isinstance(body[0].value.value, str)
     ):
-        node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
-    return node
+        return body[1:] or [ast.Pass()]
+    return None
 
 
 def fingerprint(node: ast.AST) -> str:
-    """Hash of the definition's syntax tree, blind to formatting, comments and docstrings."""
-    import copy
+    """Hash of the definition's syntax tree, blind to formatting, comments and docstrings.
 
-    clone = copy.deepcopy(node)
-    for sub in ast.walk(clone):
+    Docstrings are cut out in place and put back afterwards: deep-copying every compared
+    tree cost more than the rest of the mirrored-body check together.
+    """
+    saved: list[tuple[ast.AST, list[ast.stmt]]] = []
+    for sub in ast.walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
-            _strip_docstring(sub)
-    dump = ast.dump(clone, annotate_fields=False, include_attributes=False)
+            stripped = _docstring_free_body(sub)
+            if stripped is not None:
+                saved.append((sub, sub.body))
+    try:
+        for sub, body in saved:
+            sub.body = _docstring_free_body(sub)  # type: ignore[attr-defined]
+        dump = ast.dump(node, annotate_fields=False, include_attributes=False)
+    finally:
+        for sub, body in saved:
+            sub.body = body  # type: ignore[attr-defined]
     return hashlib.sha256(dump.encode()).hexdigest()[:16]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rebasekit.corpus.models import PatchClass, PluginCorpus
 from rebasekit.drift.bodies import Definition, definitions, similarity, unified, changed_lines
 from rebasekit.index import CodeIndex, Symbol
+from rebasekit.index.cache import tree_memo
 
 MIRROR_THRESHOLD = 0.5  # an override sharing at least half its lines with the base is a copy
 _FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
@@ -55,20 +56,35 @@ def plugin_definitions(corpus: PluginCorpus, relpath: str) -> dict[str, Definiti
         return {}
 
 
-def override_member(index: CodeIndex, patch: PatchClass, name: str) -> Symbol | None:
-    """What the override replaces at ``index``: a class member (MRO) or a module function."""
-    if not patch.target:
+def override_member(index: CodeIndex, patch: PatchClass | None, name: str, *,
+                    target: str | None = None) -> Symbol | None:
+    """What the override replaces at ``index``: a class member (MRO) or a module function.
+
+    The target is ``patch.target`` unless given by name.
+    """
+    target_name = target if target is not None else (patch.target if patch is not None else None)
+    if not target_name:
         return None
-    target = index.resolve(patch.target)
-    if target is None:
+    owner = index.resolve(target_name)
+    if owner is None:
         return None
-    if target.kind == "class":
-        sym = index.lookup_member(target, name)
-    elif target.kind == "module":
-        sym = index.resolve(f"{target.qualname}.{name}")
+    if owner.kind == "class":
+        sym = index.lookup_member(owner, name)
+    elif owner.kind == "module":
+        sym = index.resolve(f"{owner.qualname}.{name}")
     else:
         return None
     return sym if sym is not None and sym.kind == "function" else None
+
+
+@tree_memo
+def member_fingerprint(index: CodeIndex, target: str | None, name: str) -> str | None:
+    """Body fingerprint of what an override of ``target.name`` replaces at ``index``."""
+    if not target:
+        return None
+    sym = override_member(index, None, name, target=target)
+    defn = symbol_definition(sym) if sym is not None else None
+    return defn.fingerprint if defn is not None else None
 
 
 def overrides(corpus: PluginCorpus):
@@ -87,11 +103,15 @@ def override_drifts(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> li
     """Overrides whose upstream definition's body differs between ``base`` and ``new``."""
     out: list[OverrideDrift] = []
     for patch, attr, ours in overrides(corpus):
+        old_fp = member_fingerprint(base, patch.target, attr.name)
+        new_fp = member_fingerprint(new, patch.target, attr.name)
+        if old_fp is None or new_fp is None or old_fp == new_fp:
+            continue  # the cheap, cached test first: most overridden bodies did not change
         old_sym, new_sym = override_member(base, patch, attr.name), override_member(new, patch, attr.name)
         if old_sym is None or new_sym is None:
             continue
         old_def, new_def = symbol_definition(old_sym), symbol_definition(new_sym)
-        if old_def is None or new_def is None or old_def.fingerprint == new_def.fingerprint:
+        if old_def is None or new_def is None:
             continue
         diff = unified(old_def.source, new_def.source, f"{old_sym.relpath}@{base.tree.version}",
                        f"{new_sym.relpath}@{new.tree.version}")

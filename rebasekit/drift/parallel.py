@@ -12,10 +12,12 @@ config properties, upper-case constants such as architecture lists).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from rebasekit.drift.astcache import parse_file
+from rebasekit.astutil import parse_text
 from rebasekit.drift.shapes import dotted
+from rebasekit.index.cache import tree_memo
 
 _MAX_SITES = 5
 
@@ -72,10 +74,12 @@ def _mro_names(index: object, qualname: str, limit: int = 30) -> set[str]:
     return seen
 
 
+@tree_memo
 def find_twins(index: object, target: str) -> list[Twin]:
     """Classes named like ``target``'s class elsewhere in the tree, with their selectors.
 
-    Subclasses of the target are not twins: they inherit the patch.
+    Subclasses of the target are not twins: they inherit the patch. Finding selectors
+    scans every file of the tree, so the result is cached per tree fingerprint.
     """
     name = target.rsplit(".", 1)[-1]
     target_sym = index.resolve(target)  # type: ignore[attr-defined]
@@ -110,22 +114,28 @@ def _mentions(nodes: list[ast.stmt] | ast.expr, module: str, name: str) -> bool:
     return False
 
 
-def find_selectors(index: object, twin_module: str, name: str, target_module: str) -> list[Selector]:
-    """``if``/conditional expressions choosing the twin, with their conditions resolved."""
-    tree = index.tree  # type: ignore[attr-defined]
-    selectors: list[Selector] = []
-    for relpath in tree.iter_py_files():
-        if len(selectors) >= _MAX_SITES:
-            break
+def parsed_files_containing(tree: object, needle: str) -> Iterator[tuple[str, ast.Module]]:
+    """(relpath, syntax tree) of every parsable tree file whose text contains ``needle``.
+
+    The substring test is a cheap filter: only the few files that pass it are parsed.
+    """
+    for relpath in tree.iter_py_files():  # type: ignore[attr-defined]
         try:
-            text = tree.read_text(relpath)
+            text = tree.read_text(relpath)  # type: ignore[attr-defined]
         except OSError:
             continue
-        if twin_module not in text:
-            continue
-        module = parse_file(tree, relpath)
-        if module is None:
-            continue
+        if needle in text:
+            module = parse_text(text)
+            if module is not None:
+                yield relpath, module
+
+
+def find_selectors(index: object, twin_module: str, name: str, target_module: str) -> list[Selector]:
+    """``if``/conditional expressions choosing the twin, with their conditions resolved."""
+    selectors: list[Selector] = []
+    for relpath, module in parsed_files_containing(index.tree, twin_module):  # type: ignore[attr-defined]
+        if len(selectors) >= _MAX_SITES:
+            break
         aliases = _local_aliases(module, twin_module, name)
         for node in ast.walk(module):
             if isinstance(node, ast.If):
@@ -196,18 +206,7 @@ def resolve_condition(index: object, test: ast.expr, sel: Selector) -> None:
 
 def _members_named(index: object, attr: str):
     """(relpath, function node, qualname, module ast, class node) for methods named ``attr``."""
-    tree = index.tree  # type: ignore[attr-defined]
-    needle = f"def {attr}("
-    for relpath in tree.iter_py_files():
-        try:
-            text = tree.read_text(relpath)
-        except OSError:
-            continue
-        if needle not in text:
-            continue
-        module = parse_file(tree, relpath)
-        if module is None:
-            continue
+    for relpath, module in parsed_files_containing(index.tree, f"def {attr}("):  # type: ignore[attr-defined]
         for cls in module.body:
             if not isinstance(cls, ast.ClassDef):
                 continue

@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rebasekit.astutil import dotted
+
 # --------------------------------------------------------------------------- returns
 
 
@@ -126,18 +128,6 @@ class AttrValue:
         if self.kind == "none":
             return "None"
         return self.source
-
-
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def describe_value(value: ast.AST, params: set[str]) -> AttrValue:

@@ -22,12 +22,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from rebasekit.astutil import parse_text
 from rebasekit.errors import InputError
 from rebasekit.history import structural
 from rebasekit.history.pins import FileReader, parse_toml, tomllib
@@ -135,14 +135,6 @@ def load_probes(path: Path) -> list[Probe]:
     return parse_probes(path.read_text(encoding="utf-8"), fmt, str(path))
 
 
-@lru_cache(maxsize=512)
-def _parse_python(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _regex(probe: Probe, text: str) -> Cell:
     flags = re.DOTALL if probe.dotall else 0
     pattern = re.compile(probe.target, flags | re.MULTILINE)
@@ -197,7 +189,7 @@ def evaluate(probe: Probe, read_file: FileReader, pin: str | None) -> Cell:
         return _regex(probe, text)
     if probe.kind == "requirement":
         return _requirement(probe, text)
-    tree = _parse_python(text)
+    tree = parse_text(text)
     if tree is None:
         return Cell(None, "unparsable")
     if probe.kind == "calls":

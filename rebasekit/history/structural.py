@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from rebasekit.astutil import dotted
+
 from rebasekit.index.visitor import signature_of
 
 def _children(body: list[ast.stmt]) -> dict[str, ast.stmt]:
@@ -85,23 +87,11 @@ def constant(tree: ast.Module, dotted: str) -> str | None:
     return None
 
 
-def dotted_name(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, None for anything else (calls, subscripts)."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def contains_call(tree: ast.Module, name: str) -> bool:
     """Whether any call's callee is ``name`` or ends in ``.name`` (``os.environ.get``)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            callee = dotted_name(node.func)
+            callee = dotted(node.func)
             if callee and (callee == name or callee.endswith("." + name)):
                 return True
     return False

@@ -14,7 +14,7 @@ import ast
 import re
 from collections.abc import Iterable
 
-from rebasekit.index.cache import FactsCache, facts_key
+from rebasekit.index.cache import FactsCache, facts_key, tree_memo
 from rebasekit.index.models import DefFact, ImportFact, ModuleFacts
 from rebasekit.index.symbols import Resolution, Status, Symbol
 from rebasekit.index.visitor import parse_module
@@ -219,53 +219,10 @@ class CodeIndex:
         return found
 
     def _names(self) -> dict[str, list[str]]:
-        """Top-level names defined per file, from a cheap regex pre-scan of every file."""
+        """Top-level names defined per file (see :func:`name_table`), once per index."""
         if self._name_table is None:
-            self._name_table = self._load_names()
-        if self._name_table is None:
-            table: dict[str, list[str]] = {}
-            pattern = re.compile(rb"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
-            for relpath in self.tree.iter_py_files():
-                names = {(m.group(1) or m.group(2)).decode() for m in pattern.finditer(self.tree.read_bytes(relpath))}
-                for n in names:
-                    table.setdefault(n, []).append(relpath)
-            self._name_table = table
-            self._store_names(table)
+            self._name_table = name_table(self)
         return self._name_table
-
-    def _names_path(self):
-        fingerprint = getattr(self.tree, "fingerprint", None)
-        if fingerprint is None or self.cache.directory is None:
-            return None
-        return self.cache.directory / "names" / f"{fingerprint}.pkl"
-
-    def _load_names(self) -> dict[str, list[str]] | None:
-        import pickle
-
-        path = self._names_path()
-        if path is None:
-            return None
-        try:
-            return pickle.loads(path.read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError):
-            return None
-
-    def _store_names(self, table: dict[str, list[str]]) -> None:
-        import os
-        import pickle
-        import tempfile
-
-        path = self._names_path()
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(table, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except OSError:
-            pass
 
     def module_names(self) -> list[str]:
         return [self.tree.path_to_module(p) for p in self.tree.iter_py_files()]
@@ -285,6 +242,24 @@ class CodeIndex:
             if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
                 node.body = body[1:] or body
         return ast.dump(node, annotate_fields=False, include_attributes=False)
+
+
+_TOP_LEVEL_NAME = re.compile(rb"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
+
+
+@tree_memo
+def name_table(index: CodeIndex) -> dict[str, list[str]]:
+    """Name -> files defining it at top level, from a cheap regex pre-scan of every file.
+
+    Used to find where a missing name went; reading the whole tree is the expensive part,
+    so the table is cached on disk per tree fingerprint.
+    """
+    table: dict[str, list[str]] = {}
+    for relpath in index.tree.iter_py_files():
+        content = index.tree.read_bytes(relpath)
+        for name in {(m.group(1) or m.group(2)).decode() for m in _TOP_LEVEL_NAME.finditer(content)}:
+            table.setdefault(name, []).append(relpath)
+    return table
 
 
 def _dedent(text: str) -> str:

@@ -1,4 +1,13 @@
-"""Human output: one rich table per plugin file, then a one-line summary."""
+"""Human output: findings grouped by plugin file, then a one-line summary.
+
+Findings carry long prose (what changed upstream, where, what to do), so a six-column
+table only reads well on a wide terminal; at 80 columns (a CI log, a pipe) its message
+column is squeezed to a word per line. Below :data:`TABLE_MIN_WIDTH` each finding is
+printed as a block instead: a ``path:line CODE severity drift`` header, then the
+message, the upstream location and the suggestion, each wrapped with an indent.
+Finding text is always passed as :class:`~rich.text.Text`, never as markup, because
+messages quote code such as ``x[forked]`` that rich would read as style tags.
+"""
 
 from __future__ import annotations
 
@@ -6,41 +15,93 @@ from itertools import groupby
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from rebasekit.findings import Drift, Severity
+from rebasekit.findings import Drift, Finding, Severity
 
+TABLE_MIN_WIDTH = 120
+_INDENT = 2
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def render_table(result, console: Console) -> None:
+    """Print ``result``: tables on a wide console, one block per finding otherwise."""
     header = f"plugin vs {result.new_label}" + (f" (drift since {result.old_label})" if result.old_label else "")
-    console.print(f"[bold]rebasekit[/bold] {header}")
+    print_wrapped(console, Text.assemble(("rebasekit", "bold"), " ", header))
     if not result.findings:
-        console.print("[green]no findings[/green]" + (f" ({len(result.suppressed)} suppressed)" if result.suppressed else ""))
+        console.print(Text("no findings", "green")
+                      + Text(f" ({len(result.suppressed)} suppressed)" if result.suppressed else ""))
         return
     show_drift = result.old_label is not None
-    for path, group in groupby(result.findings, key=lambda f: f.plugin.path if f.plugin else "(no file)"):
+    if console.width >= TABLE_MIN_WIDTH:
+        _tables(result.findings, console, show_drift)
+    else:
+        _blocks(result.findings, console, show_drift)
+    print_wrapped(console, summary_line(result))
+
+
+def _path(f: Finding) -> str:
+    return f.plugin.path if f.plugin else "(no file)"
+
+
+def _drift_text(f: Finding) -> Text:
+    return Text("new", "bold") if f.drift is Drift.NEW else Text(f.drift.value)
+
+
+def _tables(findings: list[Finding], console: Console, show_drift: bool) -> None:
+    for path, group in groupby(findings, key=_path):
         table = Table(title=path, title_justify="left", show_lines=False, expand=False)
         table.add_column("line", justify="right")
         table.add_column("code")
         table.add_column("severity")
         if show_drift:
             table.add_column("drift")
-        table.add_column("finding", overflow="fold")
-        table.add_column("upstream", overflow="fold")
+        table.add_column("finding", overflow="fold", ratio=3)
+        table.add_column("upstream", overflow="fold", ratio=1)
         for f in group:
-            text = f.message + (f"\n[dim]→ {f.suggestion}[/dim]" if f.suggestion else "")
-            row = [str(f.plugin.line or "") if f.plugin else "", f.code,
-                   f"[{_STYLE[f.severity]}]{f.severity.value}[/]"]
+            text = Text(f.message)
+            if f.suggestion:
+                text.append(f"\n→ {f.suggestion}", "dim")
+            row: list[Text | str] = [str(f.plugin.line or "") if f.plugin else "", f.code,
+                                     Text(f.severity.value, _STYLE[f.severity])]
             if show_drift:
-                row.append("[bold]new[/bold]" if f.drift is Drift.NEW else f.drift.value)
+                row.append(_drift_text(f))
             row += [text, f.upstream.render() if f.upstream else ""]
             table.add_row(*row)
         console.print(table)
+
+
+def _blocks(findings: list[Finding], console: Console, show_drift: bool) -> None:
+    for f in findings:
+        where = _path(f) + (f":{f.plugin.line}" if f.plugin and f.plugin.line else "")
+        head = Text.assemble((where, "bold"), " ", f.code, " ", (f.severity.value, _STYLE[f.severity]))
+        if show_drift:
+            head.append(" ")
+            head.append_text(_drift_text(f))
+        console.print(head, overflow="fold")
+        lines = [Text(f.message)]
+        if f.upstream:
+            lines.append(Text.assemble(("upstream: ", "dim"), f.upstream.render()))
+        if f.suggestion:
+            lines.append(Text.assemble(("suggestion: ", "dim"), f.suggestion))
+        for line in lines:
+            print_wrapped(console, line, _INDENT)
+        console.print()
+
+
+def print_wrapped(console: Console, text: Text, indent: int = 0) -> None:
+    """Print ``text`` wrapped to the console width, indented, without trailing blanks."""
+    for part in text.wrap(console, max(console.width - indent, 20), overflow="fold"):
+        part.rstrip()  # wrapped lines come padded to the width; logs want no trailing blanks
+        console.print(Text(" " * indent) + part, soft_wrap=True)
+
+
+def summary_line(result) -> Text:
+    """``N findings (a error, b warning; c new since OLD; d suppressed)``."""
     counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
     summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
-    if show_drift:
+    if result.old_label is not None:
         summary += f"; {sum(1 for f in result.findings if f.drift is Drift.NEW)} new since {result.old_label}"
     if result.suppressed:
         summary += f"; {len(result.suppressed)} suppressed"
-    console.print(f"{len(result.findings)} findings ({summary})")
+    return Text(f"{len(result.findings)} findings ({summary})")

@@ -36,6 +36,11 @@ class UpstreamTree(ABC):
     def iter_py_files(self) -> Iterator[str]:
         """Every ``.py`` file of the package, as a relpath, in a stable order."""
 
+    @property
+    def fingerprint(self) -> str | None:
+        """A digest that changes whenever the tree's content does (keys tree-derived caches)."""
+        return None
+
     def read_text(self, relpath: str) -> str:
         return self.read_bytes(relpath).decode("utf-8", errors="replace")
 
@@ -74,13 +79,31 @@ class UpstreamTree(ABC):
 class FolderTree(UpstreamTree):
     """A tree on disk; ``root`` contains the package folder."""
 
-    def __init__(self, root: Path, package: str, version: str | None = None, label: str | None = None):
+    def __init__(self, root: Path, package: str, version: str | None = None, label: str | None = None,
+                 *, files: list[str] | None = None, fingerprint: str | None = None):
         self.root = root
         self.package = package
         self.label = label or str(root / package)
-        self._files: list[str] | None = None
-        self.fingerprint: str | None = None  # content digest, set for verified release trees
+        # A verified release tree passes its manifest's file list and content digest, so
+        # neither the folder walk nor the stat fingerprint below is ever needed for it.
+        self._files: list[str] | None = sorted(files) if files is not None else None
+        self._fingerprint = fingerprint
         self.version = version or _metadata_version(root, package) or self._version_from_sources()
+
+    @property
+    def fingerprint(self) -> str:
+        """Manifest digest for release trees; else a digest of every file's path, size, mtime.
+
+        Hashing the contents of a 2000-file tree on every run would cost more than the
+        searches the fingerprint lets us skip; size + nanosecond mtime changes on any edit.
+        """
+        if self._fingerprint is None:
+            digest = hashlib.sha256(str(self.root.resolve()).encode())
+            for rel in self.iter_py_files():
+                st = (self.root / rel).stat()
+                digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            self._fingerprint = "stat-" + digest.hexdigest()
+        return self._fingerprint
 
     def read_bytes(self, relpath: str) -> bytes:
         return (self.root / relpath).read_bytes()
@@ -145,6 +168,11 @@ class GitTree(UpstreamTree):
             if item.type == "blob":
                 self._blobs[item.path] = item
         self.version = self._version_from_sources() or ref
+
+    @property
+    def fingerprint(self) -> str:
+        """A commit names its content exactly."""
+        return f"git-{self.commit}"
 
     def read_bytes(self, relpath: str) -> bytes:
         blob = self._blobs.get(relpath)

@@ -52,9 +52,9 @@ def version_tree(version: str, package: str = "vllm") -> FolderTree:
     if not dest.exists():
         _materialise(package, version, dest)
     manifest = verify(dest)
-    tree = FolderTree(dest, package, version=version, label=f"{package}=={version}")
-    tree.fingerprint = manifest.get("sha256")
-    return tree
+    py_files = [f for f in manifest["files"] if f.startswith(package + "/") and f.endswith(".py")]
+    return FolderTree(dest, package, version=version, label=f"{package}=={version}",
+                      files=py_files, fingerprint=manifest.get("sha256"))
 
 
 def verify(dest: Path) -> dict:
@@ -107,15 +107,21 @@ def _download(package: str, version: str, into: Path) -> Path:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
+        # Network first: an unreachable index also ends in "No matching distribution found",
+        # which must not read as an unknown version.
+        # pip only prints connection errors while it retries; without retries an unreachable
+        # index shows up as "(from versions: none)": not one release of the package listed.
+        if any(marker in output for marker in _NO_NETWORK) or "(from versions: none)" in output:
+            raise NetworkError(
+                f"cannot reach the package registry to download {package}=={version} "
+                f"(no {package} release could be listed)",
+                hint="connect to the network (pip honours PIP_INDEX_URL and its config), or pass a "
+                     "local tree with --vllm PATH / --vllm-git REPO@REF",
+            )
         if any(marker in output for marker in _NO_VERSION):
             raise UnknownVersionError(
                 f"the package registry has no {package} wheel for version {version}",
                 hint=f"check the version (pip index versions {package}) or pass --vllm PATH",
-            )
-        if any(marker in output for marker in _NO_NETWORK):
-            raise NetworkError(
-                f"cannot reach the package registry to download {package}=={version}",
-                hint="connect to the network, or pass a local tree with --vllm PATH / --vllm-git REPO@REF",
             )
         tail = "\n".join(output.strip().splitlines()[-5:])
         raise DownloadError(f"pip download of {package}=={version} failed:\n{tail}",

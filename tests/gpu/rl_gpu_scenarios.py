@@ -84,6 +84,17 @@ def _checkpoint_lm_head(model_dir: str) -> torch.Tensor:
     raise RuntimeError(f"no lm_head/embed_tokens weight in {model_dir}/*.safetensors")
 
 
+def _max_model_len(*model_dirs: str, cap: int = 512) -> int:
+    """A small context that every model (target and drafter) supports."""
+    limits = [cap]
+    for d in model_dirs:
+        with open(os.path.join(d, "config.json")) as f:
+            limit = json.load(f).get("max_position_embeddings")
+        if limit:
+            limits.append(int(limit))
+    return min(limits)
+
+
 # --- fp32 -------------------------------------------------------------------
 
 
@@ -138,7 +149,7 @@ def run_fp32(model_dir: str, replay: bool) -> dict[str, Any]:
         model=model_dir,
         dtype="bfloat16",
         enforce_eager=True,
-        max_model_len=512,
+        max_model_len=_max_model_len(model_dir),
         enable_prefix_caching=False,
         kv_cache_memory_bytes=GiB,
         gpu_memory_utilization=0.2,
@@ -310,7 +321,7 @@ def run_sleep(target_dir: str, draft_dir: str) -> dict[str, Any]:
         enable_sleep_mode=True,
         enforce_eager=True,
         enable_prefix_caching=False,
-        max_model_len=512,
+        max_model_len=_max_model_len(target_dir, draft_dir),
         kv_cache_memory_bytes=2 * GiB,
         gpu_memory_utilization=0.3,
         max_num_seqs=16,

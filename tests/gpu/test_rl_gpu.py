@@ -185,9 +185,15 @@ def _sleep_run(flag: str) -> dict[str, Any]:
     return _finish([run])[run.label]
 
 
+def _flatten(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for item in value for x in _flatten(item)]
+    return [value]
+
+
 def _drafts_agreement(a: list, b: list) -> tuple[float, int, int]:
-    flat_a = [t for step in a for row in step for t in row]
-    flat_b = [t for step in b for row in step for t in row]
+    """Share of identical proposed draft tokens, position by position."""
+    flat_a, flat_b = _flatten(a), _flatten(b)
     n = min(len(flat_a), len(flat_b))
     same = sum(x == y for x, y in zip(flat_a, flat_b))
     return (same / n if n else 0.0), len(flat_a), len(flat_b)

@@ -51,6 +51,39 @@ def patch_report() -> dict[str, Any]:
     }
 
 
+def serve_help(option: str) -> str:
+    """What `vllm serve <option>` prints, whitespace-normalised."""
+    from vllm.entrypoints.cli.main import main as vllm_main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    argv, sys.argv = sys.argv, ["vllm", "serve", option]
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            vllm_main()
+    finally:
+        sys.argv = argv
+        FlexibleArgumentParser._search_keyword = None  # vLLM keeps it class-wide
+    return " ".join(out.getvalue().split())
+
+
+WORKER_ONLY_MODULES = ("vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu_model_runner")
+
+
+def scenario_modules() -> dict[str, Any]:
+    """Which worker-only vLLM modules a front end holds after plugin load."""
+    import vllm.plugins
+
+    from arctic_inference.vllm import plugin
+
+    vllm.plugins.load_general_plugins()
+    return {
+        "loaded": plugin.is_loaded(),
+        "present": [m for m in WORKER_ONLY_MODULES if m in sys.modules],
+        "module_count": len(sys.modules),
+    }
+
+
 def scenario_entry_point() -> dict[str, Any]:
     """`import vllm; vllm.plugins.load_general_plugins()`, twice."""
     import vllm
@@ -107,14 +140,11 @@ def scenario_paths() -> dict[str, Any]:
 
     report["mirrored_env"] = os.environ.get("ARCTIC_PROBE_KNOB")
 
-    # `vllm serve --help=ArcticInference`, through vLLM's own CLI main.
-    from vllm.entrypoints.cli.main import main as vllm_main
-
-    sys.argv = ["vllm", "serve", "--help=ArcticInference"]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        vllm_main()
-    report["serve_help"] = " ".join(out.getvalue().split())
+    # `vllm serve --help=ArcticInference` and plain `vllm serve --help`,
+    # through vLLM's own CLI main.
+    report["serve_help"] = serve_help("--help=ArcticInference")
+    report["serve_plain_help"] = serve_help("--help")
+    report["serve_flag_help"] = serve_help("--help=arctic-probe-knob")
 
     # Worker side, as WorkerBase.__init__ would do it in a worker process.
     from vllm.v1.worker.gpu_worker import Worker
@@ -130,6 +160,7 @@ def scenario_paths() -> dict[str, Any]:
 SCENARIOS = {
     "entry_point": scenario_entry_point,
     "mismatch_skip": scenario_mismatch_skip,
+    "modules": scenario_modules,
     "paths": scenario_paths,
 }
 

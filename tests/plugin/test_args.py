@@ -13,6 +13,7 @@ pytestmark = pytest.mark.vllm
 from vllm.engine.arg_utils import AsyncEngineArgs, EngineArgs  # noqa: E402
 from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
 
+from arctic_inference.patching import is_applied, reverting_new_patches  # noqa: E402
 from arctic_inference.vllm.args import (  # noqa: E402
     ArcticArg,
     arctic_values,
@@ -43,10 +44,18 @@ SWITCH = ArcticArg(
 )
 
 
+@pytest.fixture(scope="module")
+def patched_engine_args() -> Iterator[None]:
+    """The real EngineArgs patch for this module only; reverted afterwards."""
+    with reverting_new_patches():
+        EngineArgsPatch.apply()
+        yield
+    assert not is_applied(EngineArgsPatch)
+
+
 @pytest.fixture
-def test_args(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def test_args(patched_engine_args: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """EngineArgs patched, two throwaway args registered, their env vars clean."""
-    EngineArgsPatch.apply()
     for arg in (KNOB, SWITCH):
         monkeypatch.delenv(arg.env, raising=False)
         register_arctic_arg(arg)
@@ -76,7 +85,7 @@ def parse(argv: list[str], cls: type = EngineArgs) -> object:
     return cls.from_cli_args(parser.parse_args(argv))
 
 
-def test_patch_is_bound_on_the_real_engine_args() -> None:
+def test_patch_is_bound_on_the_real_engine_args(patched_engine_args: None) -> None:
     record = EngineArgsPatch.apply()
     assert record.target == "vllm.engine.arg_utils.EngineArgs"
     for name in ("add_cli_args", "from_cli_args", "create_engine_config"):
@@ -187,3 +196,4 @@ def test_registration_rules(test_args: None) -> None:
         ArcticArg(name="bad-name", type=int, default=0, help="x")
     with pytest.raises(ValueError, match="not one of"):
         ArcticArg(name="arctic_mode", type=str, default="c", help="x", choices=("a", "b"))
+

@@ -217,3 +217,120 @@ def test_bad_subscripts_and_unbound_patch_give_clear_errors() -> None:
         ArcticPatch.apply()
     with pytest.raises(PatchError, match="not a concrete patch"):
         ArcticPatch[Target].apply()
+
+
+# --- revert (test-only) ----------------------------------------------------------
+
+
+def test_revert_restores_descriptors_and_removes_added_attributes() -> None:
+    class Base:
+        def inherited(self) -> str:
+            return "base"
+
+    class Target(make_target(), Base):  # type: ignore[misc]
+        pass
+
+    Parent = Target.__mro__[1]
+    own_before = dict(vars(Parent))
+
+    class FullPatch(ArcticPatch[Parent]):
+        _orig_greet = Parent.greet
+        label = "patched"
+
+        def greet(self, who: str) -> str:
+            return FullPatch._orig_greet(self, who) + "!"
+
+        @staticmethod
+        def twice(x: int) -> int:
+            return 0
+
+        @classmethod
+        def make(cls) -> str:
+            return "patched"
+
+        @property
+        def size(self) -> int:
+            return 1
+
+        def extra(self) -> int:
+            return 7
+
+    class InheritedPatch(ArcticPatch[Target]):
+        def inherited(self) -> str:
+            return "patched"
+
+    FullPatch.apply()
+    InheritedPatch.apply()
+    obj = Target()
+    assert (obj.greet("a"), obj.twice(2), Target.make(), obj.size, obj.extra()) == (
+        "hello a!", 0, "patched", 1, 7,
+    )
+    assert obj.inherited() == "patched" and "inherited" in vars(Target)
+
+    assert InheritedPatch.revert() is True
+    assert "inherited" not in vars(Target), "a replaced inherited name must be inherited again"
+    assert obj.inherited() == "base"
+    assert FullPatch.revert() is True
+
+    assert dict(vars(Parent)) == own_before  # the very same objects, nothing extra
+    assert isinstance(vars(Parent)["twice"], staticmethod)
+    assert isinstance(vars(Parent)["make"], classmethod)
+    assert not hasattr(Parent, "size") and not hasattr(obj, "extra")
+    assert (obj.greet("a"), obj.twice(2), type(Target.make()), obj.label) == (
+        "hello a", 4, Target, "plain",
+    )
+    assert not is_applied(FullPatch) and not is_applied(InheritedPatch)
+    assert all(r.patch_class not in (FullPatch, InheritedPatch) for r in applied_patches())
+    assert FullPatch.revert() is False  # nothing left to undo
+
+    FullPatch.apply()  # the registry forgot it: applying again works
+    assert obj.greet("b") == "hello b!"
+    FullPatch.revert()
+
+
+def test_revert_on_a_module_target() -> None:
+    module = types.ModuleType("arctic_test_module_3")
+    module.scale = lambda x: x * 10  # type: ignore[attr-defined]
+    original = module.scale  # type: ignore[attr-defined]
+
+    class ModuleRevertPatch(ArcticPatch[module]):
+        _orig_scale = module.scale  # type: ignore[attr-defined]
+
+        @staticmethod
+        def scale(x: int) -> int:
+            return ModuleRevertPatch._orig_scale(x) + 1
+
+        NEW_GLOBAL = 5
+
+    ModuleRevertPatch.apply()
+    assert module.scale(1) == 11 and module.NEW_GLOBAL == 5  # type: ignore[attr-defined]
+    assert ModuleRevertPatch.revert()
+    assert module.scale is original  # type: ignore[attr-defined]
+    assert not hasattr(module, "NEW_GLOBAL")
+
+
+def test_revert_refuses_while_a_later_patch_wraps_the_same_attribute() -> None:
+    Target = make_target()
+
+    class Inner(ArcticPatch[Target]):
+        _orig_greet = Target.greet
+
+        def greet(self, who: str) -> str:
+            return Inner._orig_greet(self, who) + "1"
+
+    Inner.apply()
+
+    class Outer(ArcticPatch[Target]):
+        _orig_greet = Target.greet
+
+        def greet(self, who: str) -> str:
+            return Outer._orig_greet(self, who) + "2"
+
+    Outer.apply()
+    with pytest.raises(PatchError, match="Revert later patches first"):
+        Inner.revert()
+    assert Target().greet("x") == "hello x12", "a refused revert changes nothing"
+    assert is_applied(Inner)
+    Outer.revert()
+    Inner.revert()
+    assert Target().greet("x") == "hello x"

@@ -178,3 +178,25 @@ def test_worker_side_patches_bind_on_the_real_worker(paths_run: dict[str, Any]) 
     assert paths_run["worker_features"][0] == "worker-runtime-check"
     assert paths_run["worker_init_device"] == "WorkerPatch.init_device"
     assert "WorkerPatch" in paths_run["patches"]
+
+
+def test_serve_plain_help_lists_the_arctic_group(paths_run: dict[str, Any]) -> None:
+    """Plain --help shows groups, not flags: ours must be listed and name its flags."""
+    text = paths_run["serve_plain_help"]
+    assert "Config Groups:" in text and "ModelConfig" in text  # vLLM's own listing
+    assert "ArcticInference Options of the Arctic Inference plugin" in text
+    assert "--arctic-probe-knob" in text
+    assert "Details: --help=ArcticInference." in text
+    flag = paths_run["serve_flag_help"]  # vLLM's search by flag name finds ours too
+    assert "--arctic-probe-knob ARCTIC_PROBE_KNOB Probe-only knob." in flag
+
+
+def test_front_end_plugin_load_imports_no_worker_modules() -> None:
+    """After load_general_plugins() the front end holds no more worker-only
+    modules (gpu_worker, gpu_model_runner) than vanilla vLLM does."""
+    vanilla, _ = run_probe("modules", env={envs.ENABLED: "0"})
+    arctic, _ = run_probe("modules", env={})
+    assert vanilla["loaded"] is False and arctic["loaded"] is True
+    assert vanilla["present"] == [], "vanilla vLLM changed; revisit this baseline"
+    assert arctic["present"] == vanilla["present"]
+    print("modules after plugin load: vanilla", vanilla["module_count"], "arctic", arctic["module_count"])

@@ -124,5 +124,32 @@ def test_shipped_probes_read_the_real_plugin():
     assert const.value == repr(plugin.VLLM_PATCH_VERSION)
     forced = evaluate(probes["V2 runner forced to"], read, None)
     assert forced.value is not None and forced.value in ("0", "1")
-    kv = evaluate(probes["KV-cache layout (attention fork)"], read, None)
-    assert kv.value is not None or kv.why == "no file"
+    assert not any("attention" in label.lower() for label in probes)  # the plugin has no attention fork
+
+
+def test_every_shipped_probe_reads_real_plugin_code():
+    """No shipped probe may point at a file or definition the checkout does not have."""
+    probes = load_probes(ROOT / "probes" / "evolution_probes.toml")
+
+    def read(rel):
+        path = ROOT / rel
+        return path.read_text() if path.is_file() else None
+
+    code_probes = [p for p in probes if p.kind in ("signature", "returns", "constant")]
+    assert code_probes
+    empty = {p.label: evaluate(p, read, "0.0.0").why for p in code_probes
+             if evaluate(p, read, "0.0.0").value is None}
+    assert empty == {}
+
+
+def test_signature_probes_cover_the_patched_methods():
+    """Every method a patch class overrides (dunders aside) has a signature probe."""
+    from rebasekit.scan import load_corpus
+
+    probes = [p for p in load_probes(ROOT / "probes" / "evolution_probes.toml") if p.kind == "signature"]
+    probed = {(p.file, p.target) for p in probes}
+    corpus = load_corpus(ROOT / "arctic_inference")
+    wanted = {(patch.relpath, f"{patch.name}.{attr.name}")
+              for patch in corpus.patches for attr in patch.attributes
+              if attr.kind in ("method", "staticmethod", "classmethod") and not attr.name.startswith("__")}
+    assert wanted and sorted(wanted - probed) == []

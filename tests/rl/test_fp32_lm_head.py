@@ -30,10 +30,13 @@ def _head_and_processor(dtype: torch.dtype, seed: int = 0):
     return head, LogitsProcessor(VOCAB)
 
 
-def _patched(processor):
-    from arctic_inference.vllm.fp32_lm_head import FP32LMHeadPatch
+def _patched(processor, knob: bool = True):
+    """Bind the patch to one instance; ``knob`` is what the patched __init__
+    would record from the config the model is built under."""
+    from arctic_inference.vllm.fp32_lm_head import FP32_FLAG_ATTR, FP32LMHeadPatch
 
     processor._apply_head = types.MethodType(FP32LMHeadPatch._apply_head, processor)
+    setattr(processor, FP32_FLAG_ATTR, knob)
     return processor
 
 
@@ -122,6 +125,16 @@ def test_projection_rejects_bad_input():
         fp32_head_projection(torch.randn(2, 8), torch.randn(10, 16))
     with pytest.raises(ValueError, match="chunk_bytes must be positive"):
         fp32_head_projection(torch.randn(2, 8), torch.randn(10, 8), chunk_bytes=0)
+
+
+def test_processor_with_the_knob_off_keeps_vllm_projection(in_vllm_config):
+    head, vanilla = _head_and_processor(torch.bfloat16)
+    _, off = _head_and_processor(torch.bfloat16)
+    off = _patched(off, knob=False)
+    hidden = torch.randn(4, HIDDEN).to(torch.bfloat16)
+    out = off(head, hidden)
+    assert out.dtype == torch.bfloat16
+    assert torch.equal(out, vanilla(head, hidden))
 
 
 def test_fp32_inputs_fall_through_to_vllm(in_vllm_config):

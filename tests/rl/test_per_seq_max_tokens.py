@@ -129,6 +129,9 @@ def test_knob_off_ignores_the_key(monkeypatch, input_processor):
     request, parent = _parent(input_processor, params)
     assert request.sampling_params.max_tokens == 6
     assert [c.max_tokens for c in _children(parent)] == [6, 6, 6]
+    # Removed from the engine's clone only; the caller's params keep it.
+    assert request.sampling_params.extra_args is None
+    assert params.extra_args == {KEY: [1, 2, 3]}
 
 
 def test_single_sample_list_sets_max_tokens(knob_on, input_processor):

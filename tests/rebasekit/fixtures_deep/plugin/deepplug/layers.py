@@ -15,5 +15,5 @@ class LinearPatch(ArcticPatch[Linear]):
         # RK302: split_scales returns one ScaleSplit object at 1.1.0.
         head, tail = split_scales([1.0, 2.0])
         # negative: split_rows still returns a pair (it only gained an optional arg).
-        first, rest = split_rows([1, 2, 3])
+        first, rest = split_rows([1, 2, 3])  # ok: RK301,RK302
         self.scales = (head, tail, first, rest)

@@ -1,3 +1,4 @@
+# ok: RK404 (shares names, not bodies)
 """Shares names with vllm.utils.tokens but not their bodies: not a fork (RK404 negative)."""
 
 

@@ -1,3 +1,6 @@
 class Scheduler:
+    def __init__(self):
+        self.queue = []
+
     def schedule(self, requests):
         return sorted(requests)
