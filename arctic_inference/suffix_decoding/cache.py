@@ -11,7 +11,9 @@ number of accepted tokens.
 from __future__ import annotations
 
 import atexit
+import os
 import weakref
+from dataclasses import dataclass
 from collections import OrderedDict
 from collections.abc import Hashable
 from itertools import count
@@ -51,6 +53,62 @@ def _draft(result: tuple, source: str) -> SuffixDecodingDraft:
     return SuffixDecodingDraft(tokens, parents, probs, score, match_len, source if tokens else "")
 
 
+@dataclass(frozen=True, slots=True)
+class SlipRecovery:
+    """Settings of the slip-recovery draft (see ``SuffixDecodingCache``).
+
+    After the model substitutes ``skip`` tokens and resumes copying, the exact
+    match of the context is only the ``m`` tokens generated since. If
+    ``m <= max_tail``, the tree is asked for a stored path: the ``anchor_len``
+    (at most, at least ``min_anchor``) context tokens before the slip, any
+    other ``skip`` tokens, then those ``m`` tokens; the draft continues it.
+    Its score is scaled by ``weight`` before it competes with exact drafts.
+    """
+
+    weight: float = 0.5
+    max_tail: int = 24
+    anchor_len: int = 8
+    min_anchor: int = 4
+    skips: tuple = (1,)
+
+    @classmethod
+    def from_env(cls, environ=None) -> "SlipRecovery | None":
+        """ARCTIC_INFERENCE_SUFFIX_RECOVER: unset/0 = off, 1 = defaults, or
+        comma-separated key=value overrides (e.g. ``weight=0.5,skips=1+2``)."""
+        env = os.environ if environ is None else environ
+        raw = env.get("ARCTIC_INFERENCE_SUFFIX_RECOVER", "0").strip().lower()
+        if raw in ("", "0", "off", "false", "no"):
+            return None
+        if raw in ("1", "on", "true", "yes"):
+            return cls()
+        kw: dict = {}
+        for item in raw.split(","):
+            key, _, val = item.partition("=")
+            key = key.strip()
+            if key == "skips":
+                kw[key] = tuple(int(v) for v in val.split("+"))
+            elif key == "weight":
+                kw[key] = float(val)
+            elif key in ("max_tail", "anchor_len", "min_anchor"):
+                kw[key] = int(val)
+            else:
+                raise ValueError(f"unknown ARCTIC_INFERENCE_SUFFIX_RECOVER key {key!r}")
+        return cls(**kw)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.weight <= 1.0:
+            raise ValueError(f"weight must be in (0, 1], got {self.weight}")
+        if self.max_tail < 0 or self.min_anchor < 1 or self.anchor_len < self.min_anchor:
+            raise ValueError("need max_tail >= 0 and 1 <= min_anchor <= anchor_len")
+        if not self.skips or any(s not in (1, 2) for s in self.skips):
+            raise ValueError(f"skips must be a non-empty tuple of 1 and/or 2, got {self.skips!r}")
+
+
+def _scaled(d: SuffixDecodingDraft, w: float) -> SuffixDecodingDraft:
+    probs = [p * w for p in d.probs]
+    return SuffixDecodingDraft(d.token_ids, d.parents, probs, float(sum(probs)), d.match_len, d.source)
+
+
 class SuffixDecodingCache:
     """Suffix-tree draft cache with the interface vLLM 0.26.0's proposer uses."""
 
@@ -60,6 +118,7 @@ class SuffixDecodingCache:
         max_cached_requests: int = -1,
         backoff=True,
         tree_min_gain: float = 0.25,
+        recovery: "SlipRecovery | bool | None" = None,
     ) -> None:
         if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, int) or max_tree_depth < 1:
             raise ValueError(f"max_tree_depth must be an int >= 1, got {max_tree_depth!r}")
@@ -69,6 +128,13 @@ class SuffixDecodingCache:
         # < 0: unlimited; 0: no global tree (request trees only).
         self.max_cached_requests = max_cached_requests
         self.tree_min_gain = tree_min_gain
+        # Slip recovery: None (default) reads ARCTIC_INFERENCE_SUFFIX_RECOVER
+        # (off when unset); True = default settings; False = off.
+        if recovery is None:
+            recovery = SlipRecovery.from_env()
+        elif recovery is True:
+            recovery = SlipRecovery()
+        self.recovery: SlipRecovery | None = recovery or None
         if backoff is True:
             # vLLM builds the cache with defaults; env vars pick the policy
             # (see policy.policy_from_env) so benchmarks can compare them.
@@ -225,7 +291,29 @@ class SuffixDecodingCache:
         if self._global.num_tokens == 0:
             return local
         shared = _draft(self._global.speculate(pattern, *args, use_tree, gseq), "global")
-        return shared if shared.score > local.score else local
+        best = shared if shared.score > local.score else local
+        rec = self.recovery
+        if rec is not None and not use_tree:
+            best = self._recover(tree, pattern, args, gseq, rec, best)
+        return best
+
+    def _recover(self, tree, pattern, args: tuple, gseq: int, rec: SlipRecovery,
+                 best: SuffixDecodingDraft) -> SuffixDecodingDraft:
+        # Drafts that assume the model slipped (substituted tokens) and went
+        # on copying; they replace the exact draft only when they promise
+        # more after the weight discount (i.e. when the exact match is weak).
+        # Longer slips (skip 2) are tried only if no shorter one explains the context.
+        for skip in rec.skips:
+            found = False
+            for t, seq, src in ((tree, _PROMPT, "request"), (self._global, gseq, "global")):
+                r = t.recover(pattern, *args, rec.max_tail, rec.anchor_len, rec.min_anchor, skip, seq)
+                if r[0]:
+                    found = True
+                    if r[3] * rec.weight > best.score:
+                        best = _scaled(_draft(r, src), rec.weight)
+            if found:
+                break
+        return best
 
     # ------------------------------------------------------------- stats
     def stats(self) -> dict[str, int]:

@@ -15,6 +15,7 @@ Variants (``--variants``, comma separated): ``none`` (no speculation) or
   r<R>    cost policy token cost ratio    lf<L>  cost policy lone_spec_factor
   f<F>    suffix_decoding_max_spec_factor p<P>   suffix_decoding_min_token_prob
   d<D>    suffix_decoding_max_tree_depth  n<N>   num_speculative_tokens
+  rec     slip-recovery drafts on (ARCTIC_INFERENCE_SUFFIX_RECOVER=1; off by default)
 e.g. ``none,suffix,suffix-legacy,suffix-nodraft,suffix-f4``.
 
 Besides the summary (--out/--md) a record file (--record) keeps, per phase,
@@ -68,6 +69,9 @@ def parse_variant(name: str) -> tuple[dict, dict]:
     for m in mods:
         if m in ("legacy", "nodraft", "off", "nobackoff", "cost"):
             env["ARCTIC_INFERENCE_SUFFIX_POLICY"] = "off" if m == "nobackoff" else m
+            continue
+        if m == "rec":
+            env["ARCTIC_INFERENCE_SUFFIX_RECOVER"] = "1"
             continue
         g = re.fullmatch(r"(lf|r|f|p|d|n)([0-9.]+)", m)
         if not g:

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from costmodel import StepCost  # noqa: E402
 from workloads import WORKLOADS, copy_record  # noqa: E402
 
-from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: E402
+from arctic_inference.suffix_decoding import SlipRecovery, SuffixDecodingCache  # noqa: E402
 from arctic_inference.suffix_decoding.policy import (  # noqa: E402
     CostAwarePolicy,
     LoadAwareBackoff,
@@ -66,7 +66,22 @@ def make_cache(pol: dict, depth: int, max_cached: int) -> SuffixDecodingCache:
         policy = CostAwarePolicy(**{k: v for k, v in kw.items() if v is not None})
     else:
         policy = {"legacy": LoadAwareBackoff, "nodraft": NeverDraft, "off": lambda: None}[pol["name"]]()
-    return SuffixDecodingCache(max_tree_depth=depth, max_cached_requests=max_cached, backoff=policy)
+    return SuffixDecodingCache(max_tree_depth=depth, max_cached_requests=max_cached, backoff=policy,
+                               recovery=recovery_of(pol))
+
+
+def recovery_of(pol: dict):
+    """Slip recovery from policy options: rec=1 enables it; rw weight, rt max_tail,
+    ra anchor_len, rm min_anchor, rs skips (1, 2 or 12 = both). Off otherwise."""
+    if not pol.get("rec"):
+        return False
+    kw = {}
+    for opt, key in (("rw", "weight"), ("rt", "max_tail"), ("ra", "anchor_len"), ("rm", "min_anchor")):
+        if opt in pol:
+            kw[key] = pol[opt] if key == "weight" else int(pol[opt])
+    if "rs" in pol:
+        kw["skips"] = tuple(int(ch) for ch in str(int(pol["rs"])))
+    return SlipRecovery(**kw)
 
 
 def replay(cache, pairs, depth: int, num_spec: int, concurrency: int, pol: dict, cost: StepCost,

@@ -148,6 +148,20 @@ NB_MODULE(_C, m) {
           "Returns (token_ids, parents, probs, score, match_len). seq_id: a stored sequence "
           "ending like the pattern (its frontier speeds up matching; the result is the same).")
       .def(
+          "recover",
+          [](const SuffixTree& t, nb::handle pattern, int max_spec_tokens, double max_spec_factor,
+             double max_spec_offset, double min_token_prob, int max_tail, int anchor_len,
+             int min_anchor, int skip, int64_t seq_id) {
+            to_tokens(pattern, scratch);
+            return draft_tuple(t.recover(scratch.data(), scratch.size(), max_spec_tokens,
+                                         max_spec_factor, max_spec_offset, min_token_prob, max_tail,
+                                         anchor_len, min_anchor, skip, seq_id));
+          },
+          nb::arg("pattern").none(), nb::arg("max_spec_tokens"), nb::arg("max_spec_factor"),
+          nb::arg("max_spec_offset"), nb::arg("min_token_prob"), nb::arg("max_tail"),
+          nb::arg("anchor_len"), nb::arg("min_anchor"), nb::arg("skip") = 1, nb::arg("seq_id") = -1,
+          "Slip-recovery draft (see suffix_tree.h); (token_ids, parents, probs, score, match_len).")
+      .def(
           "count",
           [](const SuffixTree& t, nb::handle path) {
             to_tokens(path, scratch);

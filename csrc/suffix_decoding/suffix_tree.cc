@@ -326,6 +326,94 @@ Draft SuffixTree::speculate(const int32_t* pattern, size_t n, int32_t max_spec_t
   return best;
 }
 
+Draft SuffixTree::recover(const int32_t* pattern, size_t n, int32_t max_spec_tokens,
+                          double max_spec_factor, double max_spec_offset, double min_token_prob,
+                          int32_t max_tail, int32_t anchor_len, int32_t min_anchor, int32_t skip,
+                          int64_t seq_id) const {
+  Draft out;
+  if (n == 0 || max_spec_tokens <= 0 || skip < 1 || skip > 2) return out;
+  min_anchor = std::max(min_anchor, 1);
+  const Anchor a = anchor(seq_id, pattern, n);
+  const int32_t m = longest_match(pattern, n, a);
+  if (m > max_tail) return out;
+  // Pattern layout: [.. A (L tokens)][W (skip tokens)][B (m tokens)].
+  const int64_t a_end = static_cast<int64_t>(n) - m - skip;  // one past A
+  const int32_t lhi = static_cast<int32_t>(std::min<int64_t>(anchor_len, a_end));
+  if (lhi < min_anchor) return out;
+  const int32_t* w = pattern + a_end;
+  const int32_t* b = w + skip;
+  // Best end node below A's node: walk each wildcard choice, then B.
+  auto best_end = [&](int32_t node, int32_t* count) {
+    int32_t best = -1;
+    int32_t best_w[2] = {0, 0};
+    auto consider = [&](int32_t mid, const int32_t* wt) {
+      int32_t e = mid;
+      for (int32_t i = 0; i < m && e >= 0; ++i) e = child(e, b[i]);
+      if (e < 0 || nodes_[e].first_child < 0) return;
+      bool better = best < 0 || nodes_[e].count > nodes_[best].count;
+      if (!better && nodes_[e].count == nodes_[best].count) {
+        for (int32_t i = 0; i < skip; ++i) {
+          if (wt[i] != best_w[i]) { better = wt[i] < best_w[i]; break; }
+        }
+      }
+      if (better) {
+        best = e;
+        for (int32_t i = 0; i < skip; ++i) best_w[i] = wt[i];
+      }
+    };
+    for (int32_t c1 = nodes_[node].first_child; c1 >= 0; c1 = nodes_[c1].next_sib) {
+      int32_t wt[2] = {nodes_[c1].token, 0};
+      if (skip == 1) {
+        if (wt[0] != w[0]) consider(c1, wt);
+        continue;
+      }
+      for (int32_t c2 = nodes_[c1].first_child; c2 >= 0; c2 = nodes_[c2].next_sib) {
+        wt[1] = nodes_[c2].token;
+        if (wt[0] != w[0] || wt[1] != w[1]) consider(c2, wt);
+      }
+    }
+    if (best >= 0) *count = nodes_[best].count;
+    return best;
+  };
+  auto try_len = [&](int32_t len) {
+    if (len + skip + m >= max_depth_) return -1;  // no room for a continuation
+    int32_t node = walk(pattern + a_end - len, len);
+    if (node < 0) return -1;
+    int32_t cnt = 0;
+    return best_end(node, &cnt);
+  };
+  // Having such a path is monotone in L (drop A's first token and it stays),
+  // so binary search the longest L.
+  int32_t lo = min_anchor, hi = lhi;
+  int32_t end = try_len(lo);
+  if (end < 0) return out;
+  int32_t end_hi = try_len(hi);
+  if (end_hi >= 0) {
+    lo = hi;
+    end = end_hi;
+  } else {
+    --hi;
+    while (lo < hi) {
+      int32_t mid = (lo + hi + 1) / 2;
+      int32_t e = try_len(mid);
+      if (e >= 0) {
+        lo = mid;
+        end = e;
+      } else {
+        hi = mid - 1;
+      }
+    }
+  }
+  const int32_t eff = lo + skip + m;
+  double lim = std::floor(max_spec_factor * eff + max_spec_offset);
+  int32_t budget = std::min(max_spec_tokens, max_depth_ - eff);
+  if (lim < budget) budget = static_cast<int32_t>(std::max(0.0, lim));
+  if (budget <= 0) return out;
+  out.match_len = eff;
+  out.score = expand_path(end, budget, min_token_prob, &out);
+  return out;
+}
+
 int64_t SuffixTree::count(const int32_t* path, size_t n) const {
   int32_t node = walk(path, n);
   return node < 0 ? 0 : nodes_[node].count;

@@ -81,6 +81,19 @@ class SuffixTree {
                   double max_spec_factor, double max_spec_offset,
                   double min_token_prob, bool use_tree, int64_t seq_id = -1) const;
 
+  // Slip recovery: the longest exact match m of `pattern` is at most
+  // `max_tail` (else an empty draft). Assume the `skip` tokens just before
+  // that match were substitutions of the source: find the longest L in
+  // [min_anchor, anchor_len] such that the L pattern tokens before them, any
+  // `skip` tokens other than the pattern's, then the last m pattern tokens
+  // form a stored path with a continuation, and draft from its end (greedy
+  // path). Among wildcard choices the most frequent path wins (ties: smaller
+  // tokens, compared in order). match_len = L + skip + m; the budget is
+  // computed from it as in speculate.
+  Draft recover(const int32_t* pattern, size_t n, int32_t max_spec_tokens, double max_spec_factor,
+                double max_spec_offset, double min_token_prob, int32_t max_tail,
+                int32_t anchor_len, int32_t min_anchor, int32_t skip, int64_t seq_id = -1) const;
+
   size_t num_nodes() const { return live_nodes_; }
   size_t num_sequences() const { return seqs_.size(); }
   size_t num_tokens() const { return num_tokens_; }

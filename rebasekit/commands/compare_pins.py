@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.console import Console
 from typer.core import TyperCommand
@@ -39,7 +38,7 @@ HELP = " ".join([
 class _OptionalHistory(TyperCommand):
     """Lets ``--history`` stand alone (meaning: the main branch) or take a REF."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         fixed: list[str] = []
         for i, arg in enumerate(args):
             nxt = args[i + 1] if i + 1 < len(args) else None
