@@ -1,8 +1,10 @@
-"""Suite-wide pytest hooks: GPU tests run only where CUDA is available."""
+"""Suite-wide pytest hooks: GPU tests run only where CUDA is available, and no test
+module leaves a vLLM class patched for the next one."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,3 +27,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (torch.cuda.is_available() is False)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_patch_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the module that leaves a vLLM class patched (later modules would see it)."""
+    from arctic_inference.patching import applied_patches
+
+    before = applied_patches()
+    yield
+    # Patches on vLLM only: throwaway classes defined inside tests cannot leak.
+    leaked = [
+        r.describe()
+        for r in applied_patches()
+        if r not in before and r.target.split(".")[0] == "vllm"
+    ]
+    assert not leaked, f"{request.module.__name__} left patches applied: {leaked}"

@@ -45,17 +45,15 @@ SPEC_KEYS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
 PHASES = ("a_single", "b_batch_first", "c_batch_again")
 
 
-def make_prompts(n: int, seed: int, doc_len: int, vocab: int) -> list[list[int]]:
-    """Prompts that re-quote an earlier span, so the continuation copies it."""
-    import random
+def make_prompts(args, n: int, seed: int, doc_len: int, vocab: int) -> list[list[int]]:
+    """The phase prompts: ``requote`` (document, filler, start of the document again) or
+    ``context`` (copy-llama's training format, prompt + output within --context-len)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from workloads import context_copy_prompts, copy_prompts
 
-    rng = random.Random(seed)
-    prompts = []
-    for _ in range(n):
-        doc = [rng.randrange(4, vocab) for _ in range(doc_len)]
-        filler = [rng.randrange(4, vocab) for _ in range(doc_len // 4)]
-        prompts.append(doc + filler + doc[: doc_len // 6])
-    return prompts
+    if args.prompt_style == "context":
+        return context_copy_prompts(n, seed, max(16, args.context_len - args.new_tokens), vocab)
+    return copy_prompts(n, seed, doc_len, vocab)
 
 
 def parse_variant(name: str) -> tuple[dict, dict]:
@@ -155,9 +153,9 @@ def worker(args) -> None:
         hooked = False
         print(f"[gpu_speed] no step trace: {e!r}", flush=True)
     sp = SamplingParams(temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)
-    single = make_prompts(args.single, 1, doc_len, vocab)
-    batch = make_prompts(args.batch, 2, doc_len, vocab)
-    warm = make_prompts(2, 3, doc_len, vocab)
+    single = make_prompts(args, args.single, 1, doc_len, vocab)
+    batch = make_prompts(args, args.batch, 2, doc_len, vocab)
+    warm = make_prompts(args, 2, 3, doc_len, vocab)
     llm.generate([TokensPrompt(prompt_token_ids=p) for p in warm],
                  SamplingParams(temperature=0.0, max_tokens=16), use_tqdm=False)
 
@@ -197,7 +195,8 @@ def run_variant(args, variant: str, timeout: float) -> dict:
         out = Path(td) / "r.json"
         cmd = [sys.executable, __file__, "--worker", "--worker-out", str(out),
                "--model", args.model, "--num-spec", str(args.num_spec), "--depth", str(args.depth),
-               "--new-tokens", str(args.new_tokens), "--single", str(args.single), "--batch", str(args.batch)]
+               "--new-tokens", str(args.new_tokens), "--single", str(args.single), "--batch", str(args.batch),
+               "--prompt-style", args.prompt_style, "--context-len", str(args.context_len)]
         if spec is not None:
             cmd += ["--spec-json", json.dumps(spec)]
         if args.cudagraphs:
@@ -271,6 +270,11 @@ def main() -> None:
     ap.add_argument("--single", type=int, default=8)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--cudagraphs", action="store_true", help="default: eager (fast startup)")
+    ap.add_argument("--prompt-style", choices=("requote", "context"), default="requote",
+                    help="requote: document + filler + its start again (prompt+output > 384);"
+                         " context: copy-llama's training format within --context-len")
+    ap.add_argument("--context-len", type=int, default=384,
+                    help="with --prompt-style context: prompt length = this - --new-tokens")
     ap.add_argument("--also-no-backoff", action="store_true", help="extra variant suffix-nobackoff")
     ap.add_argument("--variants", default="none,suffix", help="comma separated; see the module doc")
     ap.add_argument("--budget-s", type=float, default=290.0,

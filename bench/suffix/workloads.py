@@ -102,6 +102,30 @@ def copy_prompts(n: int, seed: int, doc_len: int = 192, vocab: int = 348) -> lis
     return prompts
 
 
+def context_copy_prompts(n: int, seed: int, length: int = 128, vocab: int = 348) -> list[list[int]]:
+    """Prompts in copy-llama's training format: random ids where later spans re-quote earlier ones.
+
+    copy-llama was trained on 384-token sequences of random ids (3..vocab-1) that, after a
+    random lead of 32-96 tokens, alternate re-quotes of an earlier span (8-64 tokens) with
+    0-12 fresh tokens. Prompts of ``length`` tokens built the same way keep prompt plus
+    output inside the context the model learned to copy in.
+    """
+    import random
+
+    rng = random.Random(seed)
+    prompts = []
+    for _ in range(n):
+        toks = [rng.randrange(3, vocab) for _ in range(length)]
+        pos = rng.randrange(32, 96) if length > 96 else length // 3
+        while pos < length - 8:
+            src = rng.randrange(0, pos - 4)
+            span = min(rng.randrange(8, 64), length - pos, pos - src)
+            toks[pos:pos + span] = toks[src:src + span]
+            pos += span + rng.randrange(0, 12)
+        prompts.append(toks)
+    return prompts
+
+
 COPY_PERIOD = 192 + 192 // 4  # document + filler of copy_prompts' default doc_len
 
 
