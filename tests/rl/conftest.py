@@ -24,22 +24,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def no_patch_leaks(request) -> Iterator[None]:
-    """No test module may leave a vLLM class patched for the next one."""
-    from arctic_inference.patching import applied_patches
-
-    before = applied_patches()
-    yield
-    # Patches on vLLM only: throwaway classes defined inside tests cannot leak.
-    leaked = [
-        r.describe()
-        for r in applied_patches()
-        if r not in before and r.target.split(".")[0] == "vllm"
-    ]
-    assert not leaked, f"{request.module.__name__} left patches applied: {leaked}"
-
-
 @pytest.fixture
 def reverted_patches() -> Iterator[None]:
     """Patches the test applies to live vLLM classes are reverted after it."""
