@@ -21,6 +21,10 @@ class ScanConfig:
     """Options that change what checks report (not which checks run)."""
 
     upstream_package: str = "vllm"
+    # Without ``--from``, drift checks measure from the lock's pin. The OLD side of a
+    # ``--from/--to`` scan must not: there, OLD *is* the base, and measuring it against the
+    # lock would report the lock-to-OLD change as if it had already existed at OLD.
+    lock_base: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 

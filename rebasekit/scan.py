@@ -7,8 +7,9 @@ give it a plugin folder and tree specs, get a :class:`ScanResult`.
 
 from __future__ import annotations
 
+
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rebasekit import suppress
@@ -74,7 +75,8 @@ def run_scan(ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str]
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        old_ctx = ScanContext(ctx.corpus, new=ctx.old, old=None, config=ctx.config)
+        old_ctx = ScanContext(ctx.corpus, new=ctx.old, old=None,
+                              config=replace(ctx.config, lock_base=False))
         old_keys = {f.key() for f in _run_checks(old_ctx, checks, select, ignore)}
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW

@@ -177,6 +177,8 @@ def base_index(ctx: Any) -> Any:
     """
     if ctx.old is not None:
         return ctx.old
+    if not ctx.config.lock_base:
+        return None
     version = lock_version(ctx.corpus)
     if not version or version == ctx.new.tree.version:
         return None

@@ -68,3 +68,15 @@ def test_project_lock_is_current():
     """The committed rebasekit.lock.json matches the pinned vLLM and the plugin as it is now."""
     out = CliRunner().invoke(app, ["corpus", "verify"])
     assert out.exit_code == 0, f"stale or missing lock; regenerate with `rebasekit corpus lock`:\n{out.output}"
+
+
+def test_drift_between_two_pins_is_new_even_when_the_lock_pins_a_third(indexes):
+    """``--from 0.24.0 --to 0.26.0`` while rebasekit.lock.json pins 0.26.0.
+
+    Body drift between OLD and NEW is new by definition. The OLD-side scan that decides
+    "preexisting" must not measure OLD against the lock's pin, or every 0.24.0 -> 0.26.0
+    change would be reported as already present at 0.24.0.
+    """
+    result = scan_plugin(indexes["0.26.0"], from_=indexes["0.24.0"], select=["RK402"])
+    assert result.findings, "the plugin wraps methods whose bodies changed between 0.24.0 and 0.26.0"
+    assert {f.drift for f in result.findings} == {Drift.NEW}
