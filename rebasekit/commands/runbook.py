@@ -14,6 +14,7 @@ from rebasekit.runbook.plan import Settings, build_runbook
 from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
 from rebasekit.runbook.render import to_markdown
 from rebasekit.runbook.results import load_results
+from rebasekit.runbook.serving import MODEL_PLACEHOLDER
 from rebasekit.runbook.testmap import scan_tests
 
 HELP = (
@@ -21,7 +22,9 @@ HELP = (
     "Findings come from the scan (--from/--to take a version, a folder or REPO@REF). Each "
     "changed plugin file and each finding is mapped to the tests that exercise it, derived "
     "from the test suite (imports, names, markers). Phases follow in run order: smoke, CPU "
-    "unit, GPU unit, end-to-end per feature, serving, each with its command, what passing "
+    "unit, GPU unit (GPU tests that build no engine), end-to-end per feature (GPU tests that "
+    "build an engine, read from the tests and the helpers they run, placed by the vLLM "
+    "features they drive), serving (with --model, a local path), each with its command, what passing "
     "looks like, and the runtime steps the findings put at risk. --record results.json fills "
     "the results column.\n\nExit code: 0 plan written, 1 a recorded phase failed, 2 bad input."
 )
@@ -49,7 +52,10 @@ def runbook_cmd(
     env: list[str] = typer.Option([], "--env", help="KEY=VALUE set for every command (repeatable)."),
     since: Optional[str] = typer.Option(None, "--changed-since",
                                         help="Also map plugin files changed since this git ref."),
-    model: str = typer.Option("Qwen/Qwen2.5-0.5B-Instruct", "--model", help="Model for serving."),
+    model: str = typer.Option(
+        MODEL_PLACEHOLDER, "--model",
+        help="Model the serving phase starts: a local path on the (offline) GPU machine. The "
+             "default, $MODEL, is a placeholder the commands require to be set there."),
 ) -> None:
     root = project.resolve()
     data = read_pyproject(root)
@@ -68,6 +74,8 @@ def runbook_cmd(
         parts += ["--env", f"{key}={value}"]
     if since:
         parts += ["--changed-since", since]
+    if model != MODEL_PLACEHOLDER:
+        parts += ["--model", model]
     if record:
         parts += ["--record", record.as_posix()]
     if write:

@@ -37,8 +37,8 @@ FEATURE_SIGNALS: dict[str, frozenset[str]] = {
     "model-runner": frozenset({"model_runner", "execute_model", "compilation_config"}),
     "parallelism": frozenset({"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
                               "distributed_executor_backend", "enable_expert_parallel"}),
-    "scheduling": frozenset({"max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
-                             "async_scheduling", "scheduler_cls", "scheduling_policy"}),
+    "scheduling": frozenset({"enable_chunked_prefill", "async_scheduling", "scheduler_cls",
+                             "scheduling_policy"}),
     "serving": frozenset({"openai", "asyncopenai", "api_server", "v1/completions", "v1/chat/completions"}),
     "engine": frozenset({"samplingparams", "generate", "add_request"}),
     "memory": frozenset({"sleep", "wake_up", "enable_sleep_mode", "reload_weights"}),
@@ -63,9 +63,13 @@ class EngineUse:
     def feature_names(self) -> list[str]:
         return [name for name, _ in self.features]
 
-    def describe(self) -> str:
-        signals = "; ".join(f"{name}: {', '.join(hits)}" if hits else name for name, hits in self.features)
-        return f"builds an engine ({', '.join(self.builds)}); drives {signals}"
+    def describe(self, feature: str) -> str:
+        """Why the test belongs to ``feature``'s phase, and what else it drives."""
+        hits = dict(self.features).get(feature, ())
+        why = f"builds an engine ({', '.join(self.builds)})"
+        why += f"; {feature} via {', '.join(hits)}" if hits else ""
+        others = [name for name in self.feature_names if name != feature]
+        return why + (f"; also drives {', '.join(others)}" if others else "")
 
 
 @dataclass
@@ -73,8 +77,11 @@ class _Facts:
     """What the code reached from one test file says, gathered across its helpers."""
 
     builds: list[str] = field(default_factory=list)
-    names: set[str] = field(default_factory=set)  # identifiers, attributes, keyword arguments
-    values: set[str] = field(default_factory=set)  # identifier-like string constants
+    names: dict[str, str] = field(default_factory=dict)  # lower -> as written: identifiers, attributes, kwargs
+    values: dict[str, str] = field(default_factory=dict)  # lower -> as written: identifier-like strings
+
+    def name(self, text: str) -> None:
+        self.names.setdefault(text.lower(), text)
     seen: set[Path] = field(default_factory=set)
 
 
@@ -155,26 +162,27 @@ def _scan(source: str, where: str, here: Path, root: Path, tests_root: Path,
             facts.builds.append(f"{built} in {where}")
         elif isinstance(node, (ast.List, ast.Tuple)) and _serve_args(node):
             facts.builds.append(f"vllm serve in {where}")
-            facts.names.add("api_server")
+            facts.name("api_server")
         elif isinstance(node, ast.Name) and node.id not in std_names:
-            facts.names.add(node.id.lower())
+            facts.name(node.id)
         elif isinstance(node, ast.Attribute) and not (
                 isinstance(node.value, ast.Name) and node.value.id in std_modules):
-            facts.names.add(node.attr.lower())
+            facts.name(node.attr)
         elif isinstance(node, ast.keyword) and node.arg:
-            facts.names.add(node.arg.lower())
+            facts.name(node.arg)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             helpers += _helper_paths(node, here, root)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             text = node.value
             if _SERVE.search(text):
                 facts.builds.append(f"vllm serve in {where}")
-                facts.names.add("api_server")
+                facts.name("api_server")
             if "\n" in text.strip():
                 _scan(text, f"a code string in {where}", here, root, tests_root, facts, depth)
             elif _TOKEN.fullmatch(text.strip()):
-                token = text.strip().lstrip("-").lower()
-                facts.values.update({token, token.replace("-", "_"), token.rsplit("/", 1)[-1]})
+                token = text.strip().lstrip("-")
+                for form in (token, token.replace("-", "_"), token.rsplit("/", 1)[-1]):
+                    facts.values.setdefault(form.lower(), f'"{text.strip()}"')
                 if token.endswith(".py"):
                     helpers += [here.parent / token, root / token]
     if depth >= _MAX_DEPTH:
@@ -203,7 +211,7 @@ def engine_use(path: Path, root: Path, tests_root: Path) -> EngineUse | None:
     _follow(path, root, tests_root, facts, 0)
     if not facts.builds:
         return None
-    found = (facts.names - VALUE_ONLY) | facts.values
-    features = tuple((name, tuple(sorted(signals & found)))
-                     for name, signals in sorted(FEATURE_SIGNALS.items()) if signals & found)
+    found = facts.values | {k: v for k, v in facts.names.items() if k not in VALUE_ONLY}
+    features = tuple((name, tuple(sorted({found[k] for k in signals & found.keys()})))
+                     for name, signals in sorted(FEATURE_SIGNALS.items()) if signals & found.keys())
     return EngineUse(tuple(dict.fromkeys(facts.builds)), features or ((DEFAULT_FEATURE, ()),))

@@ -3,7 +3,9 @@
 Pure: a test suite scan, findings and a few settings in, a :class:`Runbook` out. The
 phases run cheapest-first (smoke, CPU unit, GPU unit, end-to-end per feature, serving) so
 the first failure is found at the lowest cost, and each phase lists the findings that are
-expected to surface there.
+expected to surface there. A GPU test is end-to-end when it builds an engine (see
+:mod:`rebasekit.runbook.e2e`); it is placed in the phase of every feature it drives, so a
+feature's phase names every test that reaches its first runtime step.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import shlex
 from dataclasses import dataclass, field
 
 from rebasekit.findings import Finding
-from rebasekit.runbook.risks import CPU, E2E, GPU, RULES, SERVING, SMOKE, Risk, classify
+from rebasekit.runbook.serving import MODEL_PLACEHOLDER, serving_commands
+from rebasekit.runbook.risks import CPU, E2E, GPU, SERVING, SMOKE, Risk, classify
 from rebasekit.runbook.testmap import (Link, TestFile, merge_links, module_of, tests_for_module,
                                        tests_for_symbol)
 
-E2E_HINTS = ("e2e", "end_to_end", "generate", "serve", "server", "openai")
 TITLES = {SMOKE: "Smoke: import and plugin load", CPU: "CPU unit tests", GPU: "GPU unit tests",
           SERVING: "Serving"}
 
@@ -29,7 +31,7 @@ class Settings:
     entry_point: str | None = None  # "name=module:attr" from vllm.general_plugins
     env: tuple[tuple[str, str], ...] = ()
     python: str = "python"
-    model: str = "Qwen/Qwen2.5-0.5B-Instruct"
+    model: str = MODEL_PLACEHOLDER  # a local path on the GPU machine, or a $VARIABLE to set there
 
 
 @dataclass
@@ -51,6 +53,8 @@ class Phase:
     tests: list[str] = field(default_factory=list)
     risks: list[Risk] = field(default_factory=list)
     gap: str | None = None  # why the phase has no test of its own, if it has none
+    why: dict[str, str] = field(default_factory=dict)  # test -> why it is in this phase
+    note: str | None = None  # what to prepare before the commands run
 
 
 @dataclass
@@ -78,15 +82,7 @@ def _pytest(settings: Settings, marker: str | None, files: list[str]) -> str:
 
 
 def _is_e2e(tf: TestFile) -> bool:
-    return tf.needs_gpu and (any(h in tf.path.lower() for h in E2E_HINTS) or "e2e" in tf.markers)
-
-
-def _feature_of(tf: TestFile) -> str:
-    text = " ".join([tf.path.lower(), *sorted(tf.modules)]).lower()
-    if any(h in tf.path.lower() for h in ("serve", "server", "openai")):
-        return "serving"
-    rule = next((r for r in RULES if any(k in text for k in r.keywords)), None)
-    return rule.feature if rule else "general"
+    return tf.needs_gpu and tf.engine is not None
 
 
 def _smoke(settings: Settings) -> Phase:
@@ -109,10 +105,11 @@ def build_phases(suite: list[TestFile], risks: list[Risk], settings: Settings,
     """Phases in run order; ``mapped`` are the test files the change map points at."""
     cpu = [t.path for t in suite if not t.needs_gpu]
     gpu_unit = [t.path for t in suite if t.needs_gpu and not _is_e2e(t)]
-    e2e: dict[str, list[str]] = {}
+    e2e: dict[str, list[TestFile]] = {}
     for tf in suite:
         if _is_e2e(tf):
-            e2e.setdefault(_feature_of(tf), []).append(tf.path)
+            for feature in tf.engine.feature_names:
+                e2e.setdefault(feature, []).append(tf)
     serving_tests = e2e.pop("serving", [])
     first = [f for f in cpu if f in mapped]
     phases = [_smoke(settings)]
@@ -121,25 +118,30 @@ def build_phases(suite: list[TestFile], risks: list[Risk], settings: Settings,
                         + [_pytest(settings, "not gpu", [])],
                         "all selected tests pass (first the files the change map names, then the "
                         "whole CPU suite); no test is skipped for an import error", first))
+    no_unit = ("every GPU test builds an engine; they run in the end-to-end phases"
+               if any(_is_e2e(t) for t in suite) else "the suite has no GPU tests")
     phases.append(Phase(GPU, TITLES[GPU], [_pytest(settings, "gpu", gpu_unit)] if gpu_unit else [],
                         "all GPU unit tests pass on one GPU", gpu_unit,
-                        gap=None if gpu_unit else "the suite has no GPU unit tests"))
+                        gap=None if gpu_unit else no_unit))
     features = sorted(set(e2e) | {r.feature for r in risks if r.phase == E2E})
     for feature in features:
-        files = e2e.get(feature, [])
+        tests = e2e.get(feature, [])
+        files = [t.path for t in tests]
         phases.append(Phase(
             f"{E2E}:{feature}", f"End-to-end: {feature}",
-            [_pytest(settings, None, files)] if files else [],
+            [_pytest(settings, "gpu", files)] if files else [],
             "generation completes and matches the reference outputs the tests compare against",
-            files, gap=None if files else f"no end-to-end test exercises {feature}; write one before trusting the rebase"))
-    serve = [_pytest(settings, None, serving_tests)] if serving_tests else [
-        _with_env(settings, f"vllm serve {shlex.quote(settings.model)} --port 8000 &"),
-        "curl -sf localhost:8000/v1/completions -H 'Content-Type: application/json' "
-        f"-d '{{\"model\": \"{settings.model}\", \"prompt\": \"Hello\", \"max_tokens\": 16}}'",
-    ]
+            files, gap=None if files else f"no end-to-end test exercises {feature}; write one before trusting the rebase",
+            why={t.path: t.engine.describe(feature) for t in tests}))
+    serving_files = [t.path for t in serving_tests]
+    if serving_files:
+        serve, note = [_pytest(settings, "gpu", serving_files)], None
+    else:
+        serve, note = serving_commands(settings.model, _env_prefix(settings))
     phases.append(Phase(SERVING, TITLES[SERVING], serve,
                         "the server starts, the request returns HTTP 200 with generated text, "
-                        "and the server log shows the plugin loaded", serving_tests))
+                        "and the server log shows the plugin loaded", serving_files,
+                        why={t.path: t.engine.describe(SERVING) for t in serving_tests}, note=note))
     by_key = {p.key: p for p in phases}
     for risk in risks:
         key = f"{E2E}:{risk.feature}" if risk.phase == E2E else risk.phase

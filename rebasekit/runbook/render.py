@@ -45,8 +45,14 @@ def to_markdown(book: Runbook, command: str, results: dict[str, Result]) -> str:
         out.append(f"| {i} | {phase.key} | {len(phase.risks)} | {_cell(result)} |")
     for i, phase in enumerate(book.phases, 1):
         out += ["", f"### {i}. {phase.title} (`{phase.key}`)", ""]
+        if phase.note:
+            out += [f"Before you start: {phase.note}.", ""]
         if phase.commands:
             out += ["```bash", *phase.commands, "```", ""]
+        if phase.why:
+            out += ["Tests (why they are here):", ""]
+            out += [f"- `{test}`: {_cell(why)}" for test, why in phase.why.items()]
+            out.append("")
         if phase.gap:
             out += [f"Gap: {phase.gap}.", ""]
         out.append(f"Passing looks like: {phase.passing}.")

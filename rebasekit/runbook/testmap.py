@@ -4,7 +4,8 @@ A hand-kept list goes stale the first time someone adds a test; the suite alread
 what it touches. A test file is linked to a plugin module when it imports it (or a name
 from it), names it in a string (``monkeypatch.setattr("pkg.mod.f", ...)``,
 ``importlib.import_module``), or is named after it (``test_<module>.py``). Markers and
-the folder decide whether a file needs a GPU.
+the folder decide whether a file needs a GPU; :mod:`rebasekit.runbook.e2e` decides whether
+it builds an engine (and so is end-to-end) and which features it drives.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from rebasekit.runbook.e2e import EngineUse, engine_use
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+$")
 
@@ -27,6 +30,7 @@ class TestFile:
     strings: set[str] = field(default_factory=set)  # dotted plugin names in string literals
     markers: set[str] = field(default_factory=set)
     tests: list[str] = field(default_factory=list)
+    engine: EngineUse | None = None  # set by scan_tests when the file builds an engine
 
     @property
     def stem(self) -> str:
@@ -85,7 +89,12 @@ def scan_tests(root: Path, tests_dir: str, plugin: str) -> list[TestFile]:
     base = root / tests_dir
     files = sorted(p for p in base.rglob("*.py")
                    if p.name.startswith("test_") or p.name.endswith("_test.py"))
-    return [parse_test_file(p, p.relative_to(root).as_posix(), plugin) for p in files]
+    suite = []
+    for path in files:
+        info = parse_test_file(path, path.relative_to(root).as_posix(), plugin)
+        info.engine = engine_use(path, root, base)
+        suite.append(info)
+    return suite
 
 
 def module_of(relpath: str) -> str:

@@ -55,10 +55,13 @@ FILES = {
     """,
     "tests/gpu/test_e2e_model_runner.py": """
         import pytest
+        from vllm import LLM, SamplingParams
         pytestmark = pytest.mark.gpu
 
         def test_generate_execute_model():
-            pass
+            llm = LLM("/models/tiny")
+            llm.collective_rpc(lambda worker: worker.model_runner)
+            llm.generate(["hi"], SamplingParams(max_tokens=4))
     """,
     "tests/gpu/test_kernels.py": """
         import pytest
@@ -105,10 +108,10 @@ def test_runbook_maps_findings_and_files_to_tests(project):
     assert "imports plug.runner_patch" in file_row
     phases = [line.split("|")[2].strip() for line in text.splitlines() if line.startswith("| ") and
               line.split("|")[1].strip().isdigit()]
-    assert phases == ["smoke", "cpu-unit", "gpu-unit", "e2e:model-runner", "serving"]
+    assert phases == ["smoke", "cpu-unit", "gpu-unit", "e2e:engine", "e2e:model-runner", "serving"]
     assert "PLUG_ENABLED=1 python -c \"from plug.plugin import load; load()\"" in text
     assert "python -m pytest -q -m gpu tests/gpu/test_kernels.py" in text
-    assert "python -m pytest -q tests/gpu/test_e2e_model_runner.py" in text
+    assert "python -m pytest -q -m gpu tests/gpu/test_e2e_model_runner.py" in text
     assert "Likely breaks at: first prefill" in text
 
 
