@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.console import Console
 
 from rebasekit.errors import InputError, RebasekitError
@@ -41,9 +42,10 @@ def handle_errors(func: Callable) -> Callable:
             return func(*args, **kwargs)
         except RebasekitError as exc:
             console = err_console()
-            console.print(f"[bold red]error:[/bold red] {exc.message}", markup=True, soft_wrap=True)
+            # Messages quote TOML tables and code ("[tool.rebasekit]"): never read them as markup.
+            console.print(f"[bold red]error:[/bold red] {escape(exc.message)}", soft_wrap=True)
             if exc.hint:
-                console.print(f"[bold]hint:[/bold] {exc.hint}", soft_wrap=True)
+                console.print(f"[bold]hint:[/bold] {escape(exc.hint)}", soft_wrap=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
 
     return wrapper

@@ -2,15 +2,22 @@
 
 The default plugin is the one named by ``[tool.rebasekit] plugin`` in the nearest
 ``pyproject.toml`` (searched upward from the working directory, then from rebasekit's
-own install location). ``patch-bases`` comes from the plugin project's pyproject.
+own install location), else the plugin that ships in rebasekit's own distribution
+(``arctic_inference``), so an installed rebasekit analyses it from any folder.
+``patch-bases`` comes from the plugin project's pyproject, or from a ``rebasekit.toml``
+inside the plugin package (how an installed plugin, which has no pyproject, declares it).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import tomllib
 from pathlib import Path
 
 from rebasekit.errors import PluginError
+
+# The plugin distributed together with rebasekit: the default when no project says otherwise.
+BUNDLED_PLUGIN = "arctic_inference"
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -40,10 +47,21 @@ def default_plugin_dir() -> Path:
             folder = pyproject.parent / name.replace(".", "/")
             if (folder / "__init__.py").is_file():
                 return folder
+    bundled = _installed_package_dir(BUNDLED_PLUGIN)
+    if bundled is not None:
+        return bundled
     raise PluginError(
         "no plugin given and no [tool.rebasekit] plugin = \"...\" found in a pyproject.toml",
         hint="pass --plugin PATH (the plugin's package folder)",
     )
+
+
+def _installed_package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return folder if (folder / "__init__.py").is_file() else None
 
 
 def check_plugin_dir(path: Path) -> Path:
@@ -57,8 +75,11 @@ def check_plugin_dir(path: Path) -> Path:
 
 
 def configured_patch_bases(plugin_dir: Path) -> tuple[str, ...]:
-    """``[tool.rebasekit] patch-bases`` of the plugin's project, if any."""
+    """``[tool.rebasekit] patch-bases`` of the plugin's project (or its package's
+    ``rebasekit.toml``), if any."""
     value = rebasekit_config(find_pyproject(plugin_dir)).get("patch-bases")
+    if value is None:
+        value = rebasekit_config(plugin_dir / "rebasekit.toml").get("patch-bases")
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list):

@@ -124,3 +124,36 @@ def test_corrupt_and_partial_cache(tmp_path, monkeypatch):
     (dest / "vllm" / "engine" / "core.py").write_text("truncated")
     with pytest.raises(CacheError, match="changed size"):
         open_tree("9.9.9")
+
+
+def test_default_plugin_outside_any_project_is_the_bundled_one(tmp_path, monkeypatch):
+    """From a folder with no pyproject, rebasekit analyses the plugin shipped beside it,
+    with the patch markers that plugin declares in its package's rebasekit.toml."""
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(app, ["corpus", "show", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["package"] == "arctic_inference"
+    assert data["patch_bases"] == ["ArcticPatch"]
+    names = {p["name"] for p in data["patches"]}
+    assert {"FP32LMHeadPatch", "WorkerSleepKeepDrafterPatch", "EngineArgsPatch"} <= names
+
+
+def test_error_text_with_brackets_is_printed_verbatim():
+    """Error messages quote TOML tables; the renderer must not eat them as markup."""
+    import typer
+
+    from rebasekit.commands._common import handle_errors
+    from rebasekit.errors import PluginError
+
+    probe = typer.Typer()
+
+    @probe.command()
+    @handle_errors
+    def fail() -> None:
+        raise PluginError('no [tool.rebasekit] plugin = "..." found', hint="set [tool.rebasekit] plugin")
+
+    out = CliRunner().invoke(probe, [])
+    assert out.exit_code == 2
+    assert 'no [tool.rebasekit] plugin = "..." found' in out.output
+    assert "hint: set [tool.rebasekit] plugin" in out.output
