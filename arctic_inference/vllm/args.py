@@ -111,6 +111,22 @@ class ArcticArg:
             return None
         return self.convert(os.environ[self.env], source=f"env {self.env}")
 
+    def resolve(self, explicit: Any, section: Mapping[str, Any]) -> Any:
+        """This arg's value by the documented precedence: an explicit value, then the
+        ``additional_config["arctic"]`` section, then the env variable, then the default."""
+        if explicit is not None:
+            return self.convert(explicit, source="argument")
+        if section.get(self.name) is not None:
+            return self.convert(section[self.name], source=f'additional_config["{ADDITIONAL_CONFIG_KEY}"]')
+        from_env = self.env_value()
+        return self.default if from_env is None else from_env
+
+    def value_for(self, vllm_config: Any | None) -> Any:
+        """This arg's value for a built config, without needing the registry (so usable
+        where the plugin has not registered its args, e.g. a patched method in a test)."""
+        additional = getattr(vllm_config, "additional_config", None) or {}
+        return self.resolve(None, additional.get(ADDITIONAL_CONFIG_KEY) or {})
+
     def to_env(self, value: Any) -> str:
         if self.type is bool:
             return "1" if value else "0"
@@ -198,15 +214,7 @@ def resolve_values(
     section = arctic_section(additional_config)
     values: dict[str, Any] = {}
     for arg in registered_args():
-        if explicit.get(arg.name) is not None:
-            values[arg.name] = arg.convert(explicit[arg.name], source="argument")
-        elif section.get(arg.name) is not None:
-            values[arg.name] = arg.convert(
-                section[arg.name], source=f'additional_config["{ADDITIONAL_CONFIG_KEY}"]'
-            )
-        else:
-            from_env = arg.env_value()
-            values[arg.name] = arg.default if from_env is None else from_env
+        values[arg.name] = arg.resolve(explicit.get(arg.name), section)
     return values
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arctic_inference.vllm.args import ADDITIONAL_CONFIG_KEY, ArcticArg
+from arctic_inference.vllm.args import ArcticArg
 
 __all__ = [
     "FP32_LM_HEAD",
@@ -68,32 +68,17 @@ def per_seq_max_tokens_enabled(vllm_config: Any | None = None) -> bool:
     and ``ParentRequest`` have no config at hand): the env variable, which the
     process that built the config exported and engine processes inherit.
     """
-    return bool(_resolve(PER_SEQ_MAX_TOKENS, vllm_config))
-
-
-def _resolve(arg: ArcticArg, vllm_config: Any | None) -> Any:
-    """Config section, then env, then default — without needing the registry.
-
-    Same precedence as ``args.arctic_values`` for a built config (its section
-    holds every resolved value), but usable in a process or test where the
-    plugin has not registered the args.
-    """
-    additional = getattr(vllm_config, "additional_config", None) or {}
-    section = additional.get(ADDITIONAL_CONFIG_KEY) or {}
-    if section.get(arg.name) is not None:
-        return arg.convert(section[arg.name], source=f"additional_config[{ADDITIONAL_CONFIG_KEY!r}]")
-    from_env = arg.env_value()
-    return arg.default if from_env is None else from_env
+    return bool(PER_SEQ_MAX_TOKENS.value_for(vllm_config))
 
 
 def fp32_lm_head_enabled(vllm_config: Any | None) -> bool:
     """Whether this config asks for the fp32 LM head."""
-    return bool(_resolve(FP32_LM_HEAD, vllm_config))
+    return bool(FP32_LM_HEAD.value_for(vllm_config))
 
 
 def sleep_keep_drafter_enabled(vllm_config: Any | None) -> bool:
     """Whether this config asks to keep the drafter across level-2 sleep."""
-    return bool(_resolve(SLEEP_KEEP_DRAFTER, vllm_config))
+    return bool(SLEEP_KEEP_DRAFTER.value_for(vllm_config))
 
 
 def fp32_lm_head_on(ctx: Any) -> bool:
