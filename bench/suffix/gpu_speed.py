@@ -40,6 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workloads import context_copy_prompts, copy_prompts  # noqa: E402
+
 SPEC_KEYS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
              "vllm:spec_decode_num_accepted_tokens")
 PHASES = ("a_single", "b_batch_first", "c_batch_again")
@@ -48,9 +51,6 @@ PHASES = ("a_single", "b_batch_first", "c_batch_again")
 def make_prompts(args, n: int, seed: int, doc_len: int, vocab: int) -> list[list[int]]:
     """The phase prompts: ``requote`` (document, filler, start of the document again) or
     ``context`` (copy-llama's training format, prompt + output within --context-len)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from workloads import context_copy_prompts, copy_prompts
-
     if args.prompt_style == "context":
         return context_copy_prompts(n, seed, max(16, args.context_len - args.new_tokens), vocab)
     return copy_prompts(n, seed, doc_len, vocab)

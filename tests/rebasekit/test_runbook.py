@@ -7,7 +7,6 @@ the real scan between the two trees.
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,21 +16,13 @@ from rebasekit.cli import app
 from rebasekit.findings import Finding, Location, Severity
 from rebasekit.runbook.risks import CPU, E2E, SERVING, SMOKE, classify
 
+from runbook_project import PLUGIN_SKELETON, write_tree
+
 RUNNER_OLD = "class Runner:\n    def execute_model(self, batch):\n        return batch\n"
 RUNNER_NEW = "class Runner:\n    def execute_model(self, batch, intermediate):\n        return batch\n"
 
 FILES = {
-    "pyproject.toml": """
-        [project]
-        name = "plug"
-        [project.entry-points."vllm.general_plugins"]
-        plug = "plug.plugin:load"
-        [tool.rebasekit]
-        plugin = "plug"
-        patch-bases = ["ArcticPatch"]
-    """,
-    "plug/__init__.py": "",
-    "plug/plugin.py": "def load():\n    pass\n",
+    **PLUGIN_SKELETON,
     "plug/runner_patch.py": """
         from arctic_inference.patching import ArcticPatch
         from vllm.worker.runner import Runner
@@ -71,13 +62,6 @@ FILES = {
             pass
     """,
 }
-
-
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
 
 
 @pytest.fixture

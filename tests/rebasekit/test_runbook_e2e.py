@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,23 +19,15 @@ from typer.testing import CliRunner
 from rebasekit.cli import app
 from rebasekit.runbook.e2e import engine_use
 
+from runbook_project import PLUGIN_SKELETON, write_tree
+
 PROPOSER_OLD = "class EagleProposer:\n    def propose(self, ids):\n        return ids\n"
 PROPOSER_NEW = "class EagleProposer:\n    def propose(self, ids, hidden):\n        return ids\n"
 COORD_OLD = "class GroupCoordinator:\n    def all_reduce(self, x):\n        return x\n"
 COORD_NEW = "class GroupCoordinator:\n    def all_reduce(self, x, group):\n        return x\n"
 
 PROJECT = {
-    "pyproject.toml": """
-        [project]
-        name = "plug"
-        [project.entry-points."vllm.general_plugins"]
-        plug = "plug.plugin:load"
-        [tool.rebasekit]
-        plugin = "plug"
-        patch-bases = ["ArcticPatch"]
-    """,
-    "plug/__init__.py": "",
-    "plug/plugin.py": "def load():\n    pass\n",
+    **PLUGIN_SKELETON,
     # Plugin code is full of engine calls; it must never count as a test helper.
     "plug/spec_patch.py": """
         from arctic_inference.patching import ArcticPatch
@@ -124,13 +115,6 @@ PROJECT = {
     ''',
     "tests/test_cpu.py": "def test_cpu():\n    pass\n",
 }
-
-
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
 
 
 @pytest.fixture
