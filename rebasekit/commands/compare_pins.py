@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
+from rebasekit.atomic import check_replaceable, write_generated
 from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, handle_errors
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
@@ -83,7 +84,10 @@ def compare_pins_cmd(
         [], "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."),
     write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown ledger here."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
+    force: bool = typer.Option(False, "--force", help="Let --write replace a file rebasekit did not generate."),
 ) -> None:
+    if write is not None:
+        check_replaceable(write, "--write", force)
     root = repo.resolve()
     write_rel = _relative(write, root) if write else None
     options = CompareOptions(
@@ -95,7 +99,7 @@ def compare_pins_cmd(
     if write is not None:
         shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
         command = _command_line(history, include_worktree, probes, branch_pattern, shown)
-        write.write_text(to_markdown(ledger, command), encoding="utf-8")
+        write_generated(write, to_markdown(ledger, command))
     if as_json:
         sys.stdout.write(dumps(ledger) + "\n")
     else:

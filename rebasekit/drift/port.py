@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -164,8 +163,3 @@ def plan_files(corpus: PluginCorpus, plan: PortPlan, include_conflicts: bool = T
 def patch_text(files: dict[str, tuple[str, str]]) -> str:
     """A unified diff of all changed files (what ``--dry-run`` prints)."""
     return "".join(unified(cur, new, f"a/{rel}", f"b/{rel}") for rel, (cur, new) in files.items())
-
-
-def apply_files(root: Path, files: dict[str, tuple[str, str]]) -> None:
-    for relpath, (_, ported) in files.items():
-        (root / relpath).write_text(ported)
