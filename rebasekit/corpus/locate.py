@@ -11,10 +11,15 @@ inside the plugin package (how an installed plugin, which has no pyproject, decl
 from __future__ import annotations
 
 import importlib.util
-import tomllib
+import sys
 from pathlib import Path
 
 from rebasekit.errors import PluginError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport (same API)
+    import tomli as tomllib
 
 # The plugin distributed together with rebasekit: the default when no project says otherwise.
 BUNDLED_PLUGIN = "arctic_inference"
