@@ -66,6 +66,7 @@ def test_planted_pickle_is_never_executed(tmp_path):
 @pytest.mark.parametrize("damage", [
     pytest.param(lambda data: os.urandom(4096), id="random-bytes"),
     pytest.param(lambda data: b"\x80\x05" + b"\xff" * 64, id="pickle-header-garbage"),
+    pytest.param(lambda data: b"\x80\x05\x8e" + (2 ** 60).to_bytes(8, "little"), id="pickle-huge-length"),
     pytest.param(lambda data: b"", id="empty"),
     pytest.param(lambda data: data.replace(b'"schema": 1', b'"schema": 99', 1), id="other-schema"),
     pytest.param(lambda data: data.replace(b"\"Engine\"", b"\"Enginf\""), id="payload-edited"),
@@ -171,10 +172,21 @@ def test_failed_download_leaves_no_scratch(registry, monkeypatch):
     assert list(registry.iterdir()) == []
 
 
-@pytest.mark.parametrize("manifest", ["{", "[]", '{"format": 2, "files": [], "count": 0, "sha256": ""}', "\xff"])
+def _manifest_with(**fields) -> str:
+    return json.dumps({"format": wheels.MANIFEST_FORMAT, "count": 1, "bytes": 0, "sha256": "", **fields})
+
+
+@pytest.mark.parametrize("manifest", [
+    pytest.param(lambda: "{", id="truncated"),
+    pytest.param(lambda: "[]", id="a-list"),
+    pytest.param(lambda: "\xff", id="not-utf8"),
+    pytest.param(lambda: _manifest_with(files=["vllm/__init__.py"]), id="files-a-list"),
+    pytest.param(lambda: _manifest_with(files={"vllm/__init__.py": None}), id="file-entry-null"),
+    pytest.param(lambda: _manifest_with(files={"../../etc/passwd": "0" * 64}), id="path-escapes"),
+])
 def test_corrupt_manifest_is_a_clear_error(registry, manifest):
     tree = open_tree("2.0.0")
-    (tree.root / wheels.MANIFEST).write_bytes(manifest.encode("latin-1"))
+    (tree.root / wheels.MANIFEST).write_bytes(manifest().encode("latin-1"))
     res = cli("scan", "--plugin", PLUGIN, "--vllm-version", "2.0.0")
     assert res.exit_code == 2, res.output
     assert "manifest" in res.output and str(tree.root) in res.output

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,13 @@ from rebasekit.errors import GitRefError, InputError
 from rebasekit.index import CodeIndex, FactsCache
 from rebasekit.index.symbols import Status
 from rebasekit.runbook.project import changed_since
-from rebasekit.sourcefile import MAX_SOURCE_BYTES, SourceText, read_source_bytes, SkippedFile
+from rebasekit.sourcefile import MAX_SOURCE_BYTES, SkippedFile, SourceText, read_source_bytes
 from rebasekit.upstream import open_tree
 
 FIX = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ("pipe.py", "folder.py", "dangling.py", "zero.py", "big.py")
+CAP = 2 * 1024 * 1024  # the per-file size cap the README documents
 
 
 def _plant_hostile_files(folder: Path) -> None:
@@ -36,7 +38,7 @@ def _plant_hostile_files(folder: Path) -> None:
     (folder / "folder.py").mkdir()
     (folder / "dangling.py").symlink_to(folder / "nowhere.py")
     (folder / "zero.py").symlink_to("/dev/zero")
-    (folder / "big.py").write_bytes(b"X = 1\n" + b"#" * MAX_SOURCE_BYTES)
+    (folder / "big.py").write_bytes(b"X = 1\n" + b"#" * CAP)
 
 
 def _run_cli(*args: object, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -44,6 +46,19 @@ def _run_cli(*args: object, timeout: int = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "rebasekit.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, cwd=ROOT)
+
+
+@pytest.fixture(autouse=True)
+def _no_hang():
+    """A read that blocks (a named pipe opened for reading) fails the test instead of stalling it."""
+    def expire(signum, frame):
+        raise TimeoutError("rebasekit blocked on a file read")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
@@ -74,7 +89,7 @@ def test_reader_refuses_non_files_without_blocking(tmp_path):
         "folder.py": "a folder, not a file",
         "dangling.py": "dangling symlink",
         "zero.py": "not a regular file (pipe, socket or device)",
-        "big.py": f"larger than the 2 MiB size cap ({MAX_SOURCE_BYTES + 6} bytes)",
+        "big.py": f"larger than the 2 MiB size cap ({CAP + 6} bytes)",
     }
 
 
@@ -117,6 +132,10 @@ def test_latin1_plugin_with_coding_cookie_scans_like_utf8(tmp_path):
         assert res.exit_code == 1, res.output
         results.append(sorted((f["code"], f["message"]) for f in json.loads(res.stdout)["findings"]))
     assert results[0] == results[1] and results[0]
+
+
+def test_documented_cap_is_the_one_applied():
+    assert MAX_SOURCE_BYTES == CAP
 
 
 def test_source_text_keeps_bom_and_crlf():
