@@ -7,14 +7,17 @@ outside that list, a missing field or a wrong shape is a :class:`DecodeError`, w
 the cache treats as a miss.
 
 Shapes: JSON scalars and lists stand for themselves; ``{"t": [...]}`` is a tuple,
-``{"d": {...}}`` a dict with string keys, ``{"m": [[k, v], ...]}`` any other dict,
-``{"e": NAME, "v": value}`` an enum member and ``{"c": NAME, "f": {...}}`` a record.
+``{"d": [[key, value], ...]}`` a dict with string keys, ``{"m": [[k, v], ...]}`` any other
+dict, ``{"e": NAME, "v": value}`` an enum member and ``{"c": NAME, "f": [[field, value],
+...]}`` a record. Every JSON object is such a tag, so :func:`loads` decodes bottom-up in
+``json``'s own ``object_hook`` (one pass, no second walk over the data).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from typing import Any, TypeVar
 
 T = TypeVar("T", bound=type)
@@ -48,49 +51,63 @@ def encode(value: Any) -> Any:
         return {"t": [encode(v) for v in value]}
     if isinstance(value, dict):
         if all(isinstance(k, str) for k in value):
-            return {"d": {k: encode(v) for k, v in value.items()}}
+            return {"d": [[k, encode(v)] for k, v in value.items()]}
         return {"m": [[encode(k), encode(v)] for k, v in value.items()]}
     cls = type(value)
     if _RECORDS.get(_name(cls)) is not cls:
         raise TypeError(f"{cls.__qualname__} is not a cacheable record (mark it with @record)")
     if isinstance(value, enum.Enum):
         return {"e": _name(cls), "v": value.value}
-    return {"c": _name(cls), "f": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    return {"c": _name(cls), "f": [[f.name, encode(getattr(value, f.name))] for f in dataclasses.fields(value)]}
 
 
-def decode(data: Any) -> Any:
-    """The value :func:`encode` turned into ``data``; raises :class:`DecodeError` otherwise."""
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    if isinstance(data, list):
-        return [decode(v) for v in data]
-    if not isinstance(data, dict) or len(data) not in (1, 2):
-        raise DecodeError(f"unexpected {type(data).__name__} in cached data")
-    if "t" in data and len(data) == 1:
-        return tuple(decode(v) for v in _expect(data["t"], list))
-    if "d" in data and len(data) == 1:
-        return {k: decode(v) for k, v in _expect(data["d"], dict).items()}
-    if "m" in data and len(data) == 1:
-        pairs = _expect(data["m"], list)
-        try:
-            return {decode(k): decode(v) for k, v in pairs}
-        except (TypeError, ValueError) as exc:  # not a pair, or an unhashable key
-            raise DecodeError(f"bad mapping in cached data: {exc}") from None
-    if "e" in data and "v" in data:
-        cls = _record(data["e"])
-        try:
-            return cls(data["v"])
-        except (ValueError, TypeError) as exc:
-            raise DecodeError(str(exc)) from None
-    if "c" in data and "f" in data:
-        cls = _record(data["c"])
-        fields = {k: decode(v) for k, v in _expect(data["f"], dict).items()}
-        if not dataclasses.is_dataclass(cls) or set(fields) != {f.name for f in dataclasses.fields(cls)}:
-            raise DecodeError(f"fields of cached {data['c']} do not match the record")
-        try:
-            return cls(**fields)
-        except (TypeError, ValueError) as exc:
-            raise DecodeError(str(exc)) from None
+def dumps(value: Any) -> str:
+    """``value`` as JSON text (see module docstring); raises ``TypeError`` if not storable."""
+    return json.dumps(encode(value), separators=(",", ":"))
+
+
+def loads(text: str | bytes) -> Any:
+    """The value :func:`dumps` wrote; raises :class:`DecodeError` (a ``ValueError``) otherwise."""
+    try:
+        return json.loads(text, object_hook=_decode_object)
+    except RecursionError:
+        raise DecodeError("cached data nested too deeply") from None
+
+
+def _pairs(value: Any) -> dict:
+    try:
+        return dict(_expect(value, list))
+    except (TypeError, ValueError) as exc:  # not pairs, or an unhashable key
+        raise DecodeError(f"bad mapping in cached data: {exc}") from None
+
+
+def _decode_object(obj: dict) -> Any:
+    if len(obj) == 1:
+        if "t" in obj:
+            return tuple(_expect(obj["t"], list))
+        if "d" in obj:
+            out = _pairs(obj["d"])
+            if not all(isinstance(k, str) for k in out):
+                raise DecodeError("a string-keyed dict in cached data has other keys")
+            return out
+        if "m" in obj:
+            return _pairs(obj["m"])
+    elif len(obj) == 2:
+        if "e" in obj and "v" in obj:
+            cls = _record(obj["e"])
+            try:
+                return cls(obj["v"])
+            except (ValueError, TypeError) as exc:
+                raise DecodeError(str(exc)) from None
+        if "c" in obj and "f" in obj:
+            cls = _record(obj["c"])
+            fields = _pairs(obj["f"])
+            if not dataclasses.is_dataclass(cls) or set(fields) != {f.name for f in dataclasses.fields(cls)}:
+                raise DecodeError(f"fields of cached {obj['c']} do not match the record")
+            try:
+                return cls(**fields)
+            except (TypeError, ValueError) as exc:
+                raise DecodeError(str(exc)) from None
     raise DecodeError("unknown shape in cached data")
 
 

@@ -63,7 +63,7 @@ class DataStore:
         if self.directory is None:
             return
         try:
-            payload = json.dumps(datacodec.encode(value), separators=(",", ":")).encode()
+            payload = datacodec.dumps(value).encode()
         except (TypeError, ValueError, RecursionError):
             return  # not storable: kept in memory only
         header = json.dumps({"schema": SCHEMA, "key": key, "sha256": hashlib.sha256(payload).hexdigest()})
@@ -93,7 +93,7 @@ def _read_entry(path: Path, key: str) -> Any:
         raise ValueError("not an entry of this cache for this key")
     if header.get("sha256") != hashlib.sha256(payload).hexdigest():
         raise ValueError("cache entry payload does not match its hash")
-    return datacodec.decode(json.loads(payload))
+    return datacodec.loads(payload)
 
 
 def facts_key(relpath: str, content: bytes) -> str:
