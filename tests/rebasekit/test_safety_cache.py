@@ -7,6 +7,9 @@ import hashlib
 import json
 import os
 import pickle
+import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -210,3 +213,43 @@ def test_normalise_version():
     assert wheels.normalise_version("0.27.0rc1") == "0.27.0rc1"
     with pytest.raises(InputError):
         wheels.normalise_version("latest")
+
+
+_SLOW_DOWNLOAD = """
+import sys, time
+from pathlib import Path
+from rebasekit.upstream import open_tree, wheels
+
+def slow_extract(wheel, staging, package):
+    staging.mkdir(parents=True)
+    (staging / "partial.py").write_text("x = 1\\n")
+    print("extracting", flush=True)
+    time.sleep(120)
+
+wheels._extract = slow_extract
+open_tree("2.0.0")
+"""
+
+
+def _start_slow_download() -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_DOWNLOAD], stdout=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "extracting"
+    return proc
+
+
+def test_terminated_download_removes_its_scratch(registry):
+    proc = _start_slow_download()
+    assert [p.name.startswith(wheels.SCRATCH_PREFIX) for p in registry.iterdir()] == [True]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    assert list(registry.iterdir()) == []
+
+
+def test_killed_download_scratch_is_removed_by_the_next_run(registry):
+    proc = _start_slow_download()
+    proc.kill()  # SIGKILL: no cleanup can run in the dying process
+    proc.wait(timeout=60)
+    assert len(list(registry.glob(wheels.SCRATCH_PREFIX + "*"))) == 1
+    assert open_tree("2.0.0").version == "2.0.0"
+    assert sorted(p.name for p in registry.iterdir()) == ["vllm-2.0.0"]
