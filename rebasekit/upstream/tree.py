@@ -180,6 +180,7 @@ class GitTree(UpstreamTree):
         self.package = package
         self.label = f"{repo_path}@{ref}"
         self._blobs: dict[str, object] = {}
+        self._skipped: dict[str, str] = {}  # relpath -> why it is not read (its names stay unknowable)
         self.degradations = []
         try:
             pkg_tree = commit.tree / package
@@ -209,6 +210,7 @@ class GitTree(UpstreamTree):
                 self._blobs[item.path] = item
 
     def _skip(self, rel: str, problem: str) -> None:
+        self._skipped[rel] = problem
         self.degradations.append(SkippedFile(f"{self.label}: {rel}", problem).degradation())
 
     @property
@@ -218,6 +220,8 @@ class GitTree(UpstreamTree):
 
     def read_bytes(self, relpath: str) -> bytes:
         blob = self._blobs.get(relpath)
+        if relpath in self._skipped:
+            raise SkippedFile(f"{self.label}: {relpath}", self._skipped[relpath])
         if blob is None:
             raise FileNotFoundError(relpath)
         try:
@@ -230,7 +234,7 @@ class GitTree(UpstreamTree):
         return hashlib.sha256(self.read_bytes(relpath)).hexdigest()
 
     def exists(self, relpath: str) -> bool:
-        return relpath in self._blobs
+        return relpath in self._blobs or relpath in self._skipped
 
     def iter_py_files(self) -> Iterator[str]:
         return iter(sorted(p for p in self._blobs if p.endswith(".py")))

@@ -216,3 +216,14 @@ def test_a_ref_starting_with_dash_is_refused_before_git(tmp_path):
 
     with pytest.raises(InputError, match="not a git ref"):
         verify_commit(tmp_path, "-h")
+
+
+def test_git_tree_symlinked_module_is_skipped_and_unknowable(tmp_path):
+    shutil.copytree(FIX / "upstream_new" / "vllm", tmp_path / "vllm")
+    (tmp_path / "vllm" / "linked.py").symlink_to("/dev/zero")
+    _repo(tmp_path).git.add(A=True)
+    git.Repo(tmp_path).index.commit("v1")
+    tree = open_tree(f"{tmp_path}@HEAD")
+    assert [d.subject.rsplit(": ", 1)[-1] for d in tree.degradations] == ["vllm/linked.py"]
+    index = CodeIndex(tree, FactsCache(None))
+    assert index.lookup("vllm.linked.Anything").status is Status.DYNAMIC
