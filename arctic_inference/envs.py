@@ -184,6 +184,11 @@ def markdown_table(args: Iterable[ArcticArg] = SETTINGS) -> str:
     rows = ["| Variable | Default | Valid values | Meaning |", "|---|---|---|---|"]
     for arg in args:
         default = arg.to_env(arg.default) if arg.default is not None else "unset"
-        valid = "boolean" if arg.type is bool else arg.valid_values()
+        if arg.type is bool:
+            valid = "boolean"
+        elif arg.type is str and arg.choices is None:
+            valid = "see meaning"
+        else:
+            valid = arg.valid_values()
         rows.append(f"| `{arg.env}` | `{default}` | {valid} | {arg.help} |")
     return "\n".join(rows)

@@ -96,7 +96,9 @@ class ArcticArg:
             raise TypeError(f"ArcticArg {self.name!r}: only int and float args take a range.")
         if self.default is not None:
             # ``check`` may import what the arg configures: not at definition time.
-            default = self.convert(self.default, source="default", run_check=False)
+            default = self.convert(
+                self.default, source=f"default of {self.name}", run_check=False
+            )
             object.__setattr__(self, "default", default)
 
     @property
@@ -118,38 +120,40 @@ class ArcticArg:
         return kind + (" " + " and ".join(bounds) if bounds else "")
 
     def convert(self, value: Any, *, source: str, run_check: bool = True) -> Any:
-        """Coerce ``value`` to this arg's type and check it; errors say where
-        the value came from, what it was and what is valid."""
-        where = f"{source} for Arctic arg {self.name!r}"
+        """Coerce ``value`` to this arg's type and check it.
+
+        ``source`` names where the value came from as the user wrote it (the
+        env variable, the flag, the ``additional_config`` path); errors read
+        ``SOURCE=VALUE is ...: expected WHAT IS VALID``.
+        """
+        given = f"{source}={value!r}"
         if self.type is bool:
             if isinstance(value, bool):
                 result: Any = value
             elif isinstance(value, str):
-                result = parse_bool(value, source=where)
+                result = parse_bool(value, source=source)
             elif isinstance(value, int) and value in (0, 1):
                 result = bool(value)
             else:
-                raise ValueError(f"{where}: expected a boolean, got {value!r}.")
+                raise ValueError(f"{given} is not a boolean. Use true/false (or 1/0).")
         else:
-            result = self._convert_scalar(value, where)
+            result = self._convert_scalar(value, given)
         if self.choices is not None:
-            result = self._match_choice(result, where)
+            result = self._match_choice(result, given)
         if self.type in (int, float):
             too_low = self.minimum is not None and result < self.minimum
             too_high = self.maximum is not None and result > self.maximum
             if too_low or too_high:
-                raise ValueError(
-                    f"{where}: {value!r} is out of range; expected {self.valid_values()}."
-                )
+                raise ValueError(f"{given} is out of range: expected {self.valid_values()}.")
         if self.check is not None and run_check:
             try:
                 self.check(result)
             except ValueError as err:
-                raise ValueError(f"{where}: {value!r} is not valid: {err}") from None
+                raise ValueError(f"{given} is not valid: {err}.") from None
         return result
 
-    def _convert_scalar(self, value: Any, where: str) -> Any:
-        wrong = ValueError(f"{where}: expected {self.valid_values()}, got {value!r}.")
+    def _convert_scalar(self, value: Any, given: str) -> Any:
+        wrong = ValueError(f"{given} is not valid: expected {self.valid_values()}.")
         if isinstance(value, bool):
             raise wrong  # True is an int to Python, never a number to a user
         if self.type is str:
@@ -171,21 +175,21 @@ class ArcticArg:
             raise wrong
         return result
 
-    def _match_choice(self, value: Any, where: str) -> Any:
+    def _match_choice(self, value: Any, given: str) -> Any:
         for choice in self.choices or ():
             if isinstance(value, str) and isinstance(choice, str):
                 if value.strip().casefold() == choice.casefold():
                     return choice
             elif value == choice:
                 return choice
-        raise ValueError(f"{where}: {value!r} is not one of {list(self.choices or ())}.")
+        raise ValueError(f"{given} is not one of {list(self.choices or ())}.")
 
     def env_value(self, environ: Mapping[str, str] | None = None) -> Any | None:
         """The value from the env variable, or None when it is unset or empty."""
         env = os.environ if environ is None else environ
         if self.env is None or not env.get(self.env, "").strip():
             return None
-        return self.convert(env[self.env], source=f"env {self.env}")
+        return self.convert(env[self.env], source=self.env)
 
     def from_env(self, environ: Mapping[str, str] | None = None) -> Any:
         """The env variable's value, or the default when it is unset."""
@@ -196,9 +200,12 @@ class ArcticArg:
         """This arg's value by the documented precedence: an explicit value, then the
         ``additional_config["arctic"]`` section, then the env variable, then the default."""
         if explicit is not None:
-            return self.convert(explicit, source="argument")
+            return self.convert(explicit, source=f"EngineArgs.{self.name}")
         if section.get(self.name) is not None:
-            return self.convert(section[self.name], source=f'additional_config["{ADDITIONAL_CONFIG_KEY}"]')
+            return self.convert(
+                section[self.name],
+                source=f'additional_config["{ADDITIONAL_CONFIG_KEY}"]["{self.name}"]',
+            )
         return self.from_env()
 
     def value_for(self, vllm_config: Any | None) -> Any:

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
 
+from vllm.config import DeviceConfig, VllmConfig  # noqa: E402
 from vllm.engine.arg_utils import AsyncEngineArgs, EngineArgs  # noqa: E402
 from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
 
@@ -160,11 +161,14 @@ def test_values_land_in_additional_config_and_env(test_args: None) -> None:
     assert engine_args.arctic_test_knob == 6
 
 
-def test_worker_side_reads_values_from_a_config(test_args: None) -> None:
-    class ConfigLike:
-        additional_config = {"arctic": {"arctic_test_knob": 11, "arctic_test_switch": True}}
+def cpu_config(additional_config: dict) -> VllmConfig:
+    """A real VllmConfig (no model: vLLM builds one without) on the CPU device."""
+    return VllmConfig(device_config=DeviceConfig(device="cpu"), additional_config=additional_config)
 
-    assert pick(arctic_values(ConfigLike())) == {
+
+def test_worker_side_reads_values_from_a_config(test_args: None) -> None:
+    config = cpu_config({"arctic": {"arctic_test_knob": 11, "arctic_test_switch": True}})
+    assert pick(arctic_values(config)) == {
         "arctic_test_knob": 11,
         "arctic_test_switch": True,
     }
@@ -173,13 +177,13 @@ def test_worker_side_reads_values_from_a_config(test_args: None) -> None:
 
 def test_bad_values_name_their_source(test_args: None, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match=r"unknown key\(s\) arctic_typo.*arctic_test_knob"):
-        arctic_values(type("C", (), {"additional_config": {"arctic": {"arctic_typo": 1}}})())
+        arctic_values(cpu_config({"arctic": {"arctic_typo": 1}}))
     monkeypatch.setenv("ARCTIC_TEST_SWITCH", "perhaps")
-    with pytest.raises(ValueError, match="env ARCTIC_TEST_SWITCH.*not a boolean"):
+    with pytest.raises(ValueError, match="ARCTIC_TEST_SWITCH='perhaps' is not a boolean"):
         arctic_values(None)
     monkeypatch.delenv("ARCTIC_TEST_SWITCH")
     monkeypatch.setenv("ARCTIC_TEST_KNOB", "x")
-    with pytest.raises(ValueError, match="env ARCTIC_TEST_KNOB.*expected an integer, got .x."):
+    with pytest.raises(ValueError, match="ARCTIC_TEST_KNOB='x' is not valid: expected an integer"):
         arctic_values(None)
 
 
