@@ -163,7 +163,9 @@ def scenario_serve_configs() -> dict[str, Any]:
     once per TEXT (argv[3] is a JSON list of them); reports what each raised.
 
     Every TEXT here is refused while the config is built, before any engine
-    process starts, so nothing but the API server's socket is set up.
+    process starts, so nothing but the API server's socket is set up. A TEXT
+    the plugin wrongly accepted would go on to start an engine core, which
+    fails on a GPU-less machine; that error is what gets reported then.
     """
     from vllm.entrypoints.cli.main import main as vllm_main
 
