@@ -23,7 +23,12 @@ ARG_GROUP_TITLE = "ArcticInference"
 def _add_arg(group: argparse._ArgumentGroup, arg: ArcticArg) -> None:
     # SUPPRESS keeps an absent flag out of the namespace, so env and
     # additional_config still apply and help shows only our own default text.
-    shown = f"(default: {arg.default}" + (f"; env: {arg.env})" if arg.env else ")")
+    ranged = arg.minimum is not None or arg.maximum is not None
+    shown = (
+        f"(default: {arg.default}"
+        + (f"; valid: {arg.valid_values()}" if ranged else "")
+        + (f"; env: {arg.env})" if arg.env else ")")
+    )
     if arg.type is bool:
         group.add_argument(
             arg.flag,

@@ -34,6 +34,7 @@ VLLM_PATCH_VERSION = "0.26.0"
 
 _lock = threading.Lock()
 _loaded = False
+_near_miss_warned = False
 
 
 def arctic_inference_plugin() -> None:
@@ -81,10 +82,15 @@ def load_plugin(*, target_version: str = VLLM_PATCH_VERSION) -> bool:
 
 
 def warn_near_miss_of_enabled() -> None:
-    """Log a set variable that looks like a misspelt ``ARCTIC_INFERENCE_ENABLED``."""
+    """Log (once per process) a set variable that looks like a misspelt
+    ``ARCTIC_INFERENCE_ENABLED``."""
     import difflib
     import os
 
+    global _near_miss_warned
+    if _near_miss_warned:
+        return
+    _near_miss_warned = True
     for name in os.environ:
         if name != envs.ENABLED and difflib.get_close_matches(name, [envs.ENABLED], cutoff=0.9):
             from arctic_inference.utils import get_logger

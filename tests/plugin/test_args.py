@@ -133,6 +133,37 @@ def test_bad_cli_value_is_an_argparse_error(test_args: None, capsys: pytest.Capt
     assert "--arctic-test-knob" in capsys.readouterr().err
 
 
+def test_out_of_range_cli_value_is_an_argparse_error_naming_the_range(
+    patched_engine_args: None, capsys: pytest.CaptureFixture
+) -> None:
+    ratio = ArcticArg(name="arctic_test_ratio", type=float, default=0.5, help="x", minimum=0.0, maximum=1.0)
+    register_arctic_arg(ratio)
+    try:
+        for text, problem in (("nan", "is not valid"), ("1.5", "is out of range"), ("-0.1", "is out of range")):
+            with pytest.raises(SystemExit):
+                parse(["--model", "m", f"--arctic-test-ratio={text}"])  # "-0.1" alone reads as a flag
+            err = " ".join(capsys.readouterr().err.split())
+            assert f"--arctic-test-ratio={text!r} {problem}: expected a finite number >= 0.0 and <= 1.0." in err
+        assert parse(["--model", "m", "--arctic-test-ratio", "1"]).arctic_test_ratio == 1.0
+    finally:
+        unregister_arctic_arg(ratio.name)
+
+
+def test_additional_config_object_without_a_dict_is_refused_before_vllm_builds(
+    patched_engine_args: None,
+) -> None:
+    """vLLM also accepts an object with compute_hash() as additional_config; it
+    has no room for Arctic values, so the plugin refuses it by name."""
+
+    class Hashable:
+        def compute_hash(self) -> str:
+            return "h"
+
+    engine_args = EngineArgs(model="m", additional_config=Hashable())
+    with pytest.raises(ValueError, match="additional_config is a Hashable object.*needs a dict"):
+        engine_args.create_engine_config()
+
+
 def test_backfill_for_engine_args_built_before_the_plugin(
     test_args: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
