@@ -23,6 +23,7 @@ from typing import Any
 from arctic_inference.vllm.args import ArcticArg
 
 ENV_PREFIX = "ARCTIC_"
+PLUGIN_PREFIX = "ARCTIC_INFERENCE_"
 
 ENABLED = "ARCTIC_INFERENCE_ENABLED"
 SKIP_PLATFORM_CHECK = "ARCTIC_INFERENCE_SKIP_PLATFORM_CHECK"
@@ -152,8 +153,9 @@ def validate_environment(
     """Parse every known variable now; raise one ``ValueError`` listing each bad one.
 
     ``extra`` adds the registered engine options (their env variables are
-    known too). Returns a warning line for each set ``ARCTIC_*`` variable
-    that nothing reads, with a did-you-mean when one is close.
+    known too). Returns a warning line for each set ``ARCTIC_INFERENCE_*``
+    variable that nothing reads, and for each other ``ARCTIC_*`` one close to a
+    known name, with a did-you-mean when one is close.
     """
     env = os.environ if environ is None else environ
     known = list(SETTINGS) + [a for a in extra if a.env is not None]
@@ -169,8 +171,16 @@ def validate_environment(
     return [
         unknown_variable_message(name, names)
         for name in sorted(env)
-        if name.startswith(ENV_PREFIX) and name not in names
+        if name.startswith(ENV_PREFIX) and name not in names and _ours(name, names)
     ]
+
+
+def _ours(name: str, known: list[str]) -> bool:
+    # The plugin's own prefix, or close to a known name; other ARCTIC_*
+    # variables (test model paths, a dev venv) belong to someone else.
+    return name.startswith(PLUGIN_PREFIX) or bool(
+        difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    )
 
 
 def unknown_variable_message(name: str, known: list[str]) -> str:

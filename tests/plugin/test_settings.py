@@ -134,13 +134,18 @@ def test_table_defaults_are_the_policys_own() -> None:
 def test_unknown_arctic_variables_are_reported_with_a_did_you_mean() -> None:
     lines = envs.validate_environment(
         [FP32_LM_HEAD],
-        environ={"ARCTIC_INFERENCE_SUFIX_POLICY": "cost", "ARCTIC_FP32_LMHEAD": "1", "ARCTIC_ZZZ": "1"},
+        environ={
+            "ARCTIC_INFERENCE_SUFIX_POLICY": "cost",
+            "ARCTIC_FP32_LMHEAD": "1",
+            "ARCTIC_INFERENCE_ZZZ": "1",
+            "ARCTIC_TEST_MODELS": "/opt/models",  # not ours, not close to ours: left alone
+        },
     )
     assert lines == [
         "ARCTIC_FP32_LMHEAD is set but Arctic Inference does not read it; did you mean ARCTIC_FP32_LM_HEAD?",
         "ARCTIC_INFERENCE_SUFIX_POLICY is set but Arctic Inference does not read it; "
         "did you mean ARCTIC_INFERENCE_SUFFIX_POLICY?",
-        "ARCTIC_ZZZ is set but Arctic Inference does not read it",
+        "ARCTIC_INFERENCE_ZZZ is set but Arctic Inference does not read it",
     ]
 
 
