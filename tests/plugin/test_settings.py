@@ -228,5 +228,14 @@ def test_other_top_level_keys_are_left_to_their_owners() -> None:
 
 
 def test_non_mapping_additional_config_is_refused_where_values_are_read() -> None:
-    with pytest.raises(ValueError, match="additional_config must be a JSON object"):
-        PER_SEQ_MAX_TOKENS.value_for(type("Config", (), {"additional_config": "{bad json"})())
+    """A real VllmConfig may hold an object with compute_hash() instead of a dict
+    (vLLM allows it); Arctic values cannot live there, and reading one says so."""
+    from vllm.config import DeviceConfig, VllmConfig
+
+    class HashOnly:
+        def compute_hash(self) -> str:
+            return "h"
+
+    config = VllmConfig(device_config=DeviceConfig(device="cpu"), additional_config=HashOnly())
+    with pytest.raises(ValueError, match="additional_config must be a JSON object .* got HashOnly"):
+        PER_SEQ_MAX_TOKENS.value_for(config)
