@@ -197,8 +197,9 @@ class LlamaSwiftKVModel(nn.Module):
         self.prefill_path_allowed = vllm_config.speculative_config is None
         self._layout: KVLayout | None = None
         self._offsets = OffsetTable()
-        self.last_path = "none"  # "full" or "prefill"; read by tests
-        self.last_write = "none"  # "triton" or "torch"
+        # Eager forwards per path and bulk writes per implementation (for tests;
+        # replayed CUDA graphs run no Python, so they are not counted).
+        self.counts = {"full": 0, "prefill": 0, "write_triton": 0, "write_torch": 0}
 
     @property
     def swiftkv_layers(self) -> list[SwiftKVDecoderLayer]:
@@ -234,13 +235,13 @@ class LlamaSwiftKVModel(nn.Module):
         k, v = self.boundary_kv(positions, hidden, residual)
         plan = self._prefill_plan()
         if plan is None:
-            self.last_path = "full"
+            self.counts["full"] += 1
             ks, vs = k.chunk(self.num_swiftkv, dim=-1), v.chunk(self.num_swiftkv, dim=-1)
             for j, layer in enumerate(self.swiftkv_layers):
                 hidden, residual = layer(positions, hidden, residual, ks[j], vs[j])
             hidden, _ = self.norm(hidden, residual)
             return hidden
-        self.last_path = "prefill"
+        self.counts["prefill"] += 1
         return self._prefill_forward(plan, positions, hidden, residual, k, v)
 
     # --- prefill path -------------------------------------------------------
@@ -278,7 +279,7 @@ class LlamaSwiftKVModel(nn.Module):
         heads, head = self.kv_size // _head_dim(self.config), _head_dim(self.config)
         if slot_mapping is not None:
             k_caches, v_caches = self._cache_views()
-            self.last_write = write_kv(
+            used = write_kv(
                 k.view(num_tokens, self.num_swiftkv, heads, head),
                 v.view(num_tokens, self.num_swiftkv, heads, head),
                 k_caches,
@@ -286,6 +287,7 @@ class LlamaSwiftKVModel(nn.Module):
                 slot_mapping,
                 self._offsets,
             )
+            self.counts[f"write_{used}"] += 1
         idx = logits_token_indices(meta)
         small = restrict_to_logits_tokens(meta, idx)
         names = [layer.self_attn.attn.layer_name for layer in self.swiftkv_layers]
