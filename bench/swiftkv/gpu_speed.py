@@ -158,6 +158,7 @@ def main() -> int:
                                        "ratio_of_medians": statistics.median(tps["swiftkv"])
                                        / statistics.median(tps["llama"])}
             p = result["phases"][phase]
+            a.out.write_text(json.dumps(result, indent=2))
             print(f"{phase}: swiftkv/llama x{p['ratio_of_medians']:.2f} (per-rep ratio median "
                   f"x{p['ratio_per_rep']['median']:.2f}, min x{p['ratio_per_rep']['min']:.2f}, "
                   f"max x{p['ratio_per_rep']['max']:.2f})", flush=True)
