@@ -125,6 +125,12 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         ),
         args=(rl_args.PER_SEQ_MAX_TOKENS,),
     ),
+    Feature(
+        name="swiftkv",
+        summary="register the llama_swiftkv config (AutoConfig) and "
+        "LlamaSwiftKVForCausalLM (ModelRegistry)",
+        setup="arctic_inference.vllm.swiftkv.registration:register_swiftkv",
+    ),
 )
 
 WORKER_FEATURES: tuple[Feature, ...] = (
