@@ -37,11 +37,12 @@ that changes the compiled graph also gets its own compile cache.
 from __future__ import annotations
 
 import dataclasses
+import json
 import keyword
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from arctic_inference.utils import parse_bool
@@ -66,6 +67,9 @@ class ArcticArg:
     help: str
     env: str | None = None
     choices: tuple[Any, ...] | None = None
+    # Optional check of a converted value (raises ValueError naming the problem);
+    # runs wherever a value enters, so bad input fails where the config is built.
+    validate: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or keyword.iskeyword(self.name):
@@ -94,6 +98,9 @@ class ArcticArg:
                 result = bool(value)
             else:
                 raise ValueError(f"{where}: expected a boolean, got {value!r}.")
+        elif self.type is str and isinstance(value, (Mapping, list)):
+            # A structured value (a JSON-valued knob given as a dict from Python).
+            result = json.dumps(value)
         else:
             try:
                 result = self.type(value)
@@ -103,6 +110,8 @@ class ArcticArg:
                 ) from None
         if self.choices is not None and result not in self.choices:
             raise ValueError(f"{where}: {result!r} is not one of {list(self.choices)}.")
+        if self.validate is not None:
+            self.validate(result)
         return result
 
     def env_value(self) -> Any | None:
