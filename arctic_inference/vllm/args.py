@@ -111,7 +111,10 @@ class ArcticArg:
         if self.choices is not None and result not in self.choices:
             raise ValueError(f"{where}: {result!r} is not one of {list(self.choices)}.")
         if self.validate is not None:
-            self.validate(result)
+            try:
+                self.validate(result)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
         return result
 
     def env_value(self) -> Any | None:
