@@ -41,7 +41,7 @@ class ForestBackendSelectionPatch(ArcticPatch[attention_module]):
 
     _orig_get_attn_backend = attention_module.get_attn_backend
 
-    @staticmethod
+    # A plain function: on a module target it becomes the module global as is.
     def get_attn_backend(*args: Any, **kwargs: Any) -> type:
         backend = ForestBackendSelectionPatch._orig_get_attn_backend(*args, **kwargs)
         return forest_backend_for(backend, get_current_vllm_config_or_none())
