@@ -22,7 +22,10 @@ from arctic_inference.vllm.attention.forest_config import ForestConfig, forest_c
 from arctic_inference.vllm.attention.grouping import find_prefix_groups, ineligible_reason
 from arctic_inference.vllm.attention.plan import ForestPlan, build_forest_plan
 
-__all__ = ["ForestPlanner"]
+__all__ = ["STATS", "ForestPlanner"]
+
+#: Process-wide counts of planned and skipped steps (tests and the bench read them).
+STATS: dict[str, int] = {"planned": 0, "skipped": 0}
 
 
 class ForestPlanner:
@@ -79,23 +82,21 @@ class ForestPlanner:
         if reason is None and common.seq_lens_cpu_upper_bound is None:
             reason = "no host copy of the sequence lengths"
         if reason is not None:
-            self.last_reason = reason
-            return None
+            return self._skip(reason)
         num_reqs = common.num_reqs
         qsl = common.query_start_loc_cpu[: num_reqs + 1].numpy().astype(np.int64)
         seq_lens = common.seq_lens_cpu_upper_bound[:num_reqs].numpy().astype(np.int64)
         computed = seq_lens - (qsl[1:] - qsl[:-1])
         columns = int(computed.max()) // self.block_size
         if columns < 1:
-            self.last_reason = "no fully computed block"
-            return None
+            return self._skip("no fully computed block")
         table = common.block_table_tensor[:num_reqs, :columns]
         table_cpu = table.to("cpu", non_blocking=False).numpy()
         grouping = find_prefix_groups(table_cpu, computed, self.block_size, self.config)
         if grouping is None:
-            self.last_reason = "no prefix groups worth grouping"
-            return None
+            return self._skip("no prefix groups worth grouping")
         self.last_reason = None
+        STATS["planned"] += 1
         return build_forest_plan(
             grouping,
             query_start_loc_cpu=qsl,
@@ -105,3 +106,8 @@ class ForestPlanner:
             max_seq_len=common.max_seq_len,
             block_size=self.block_size,
         )
+
+    def _skip(self, reason: str) -> None:
+        self.last_reason = reason
+        STATS["skipped"] += 1
+        return None
