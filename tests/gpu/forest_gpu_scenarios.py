@@ -2,7 +2,8 @@
 
 ``--config flash``: vLLM's FlashAttention (cascade off); ``--config forest``: the forest
 fork with default knobs. 8 prompts x n=16 samples, prompts of 1024 tokens, 64 greedy
-tokens, block_size 16, prefix caching on (that is what makes the samples share blocks).
+tokens, block_size 16, prefix caching on (that is what makes the samples share blocks),
+piecewise CUDA graphs for both (forest runs only without full CUDA graphs).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def main() -> None:
     arctic = {"forest_cascade_attn_configs": "{}"} if args.config == "forest" else {}
     llm = LLM(args.model, attention_backend="FLASH_ATTN", block_size=16, dtype="bfloat16",
               enable_prefix_caching=True, disable_cascade_attn=True, max_model_len=8192,
-              gpu_memory_utilization=0.6, seed=0, additional_config={"arctic": arctic})
+              gpu_memory_utilization=0.6, seed=0, additional_config={"arctic": arctic},
+              # Forest needs full CUDA graphs off; both configs use the same graphs.
+              compilation_config={"cudagraph_mode": "PIECEWISE"})
     rng = random.Random(0)
     prompts = [{"prompt_token_ids": [rng.randrange(3, 340) for _ in range(args.prompt_len)]} for _ in range(8)]
     params = SamplingParams(n=16, temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)

@@ -56,6 +56,14 @@ class ForestPlanner:
         if config is None:
             return None
         spec = builder.kv_cache_spec
+        if builder.use_full_cuda_graph:
+            from arctic_inference.utils import get_logger
+
+            get_logger(__name__).warning(
+                "Forest Cascade Attention is configured but full CUDA graphs are on, so no "
+                "batch will be grouped; start with compilation_config="
+                "{\"cudagraph_mode\": \"PIECEWISE\"} to use it."
+            )
         return cls(
             config,
             block_size=builder.block_size,
