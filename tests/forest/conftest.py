@@ -12,6 +12,8 @@ import pytest
 pytest.importorskip("vllm")
 sys.path.insert(0, str(Path(__file__).parent))
 
+from forest_env import cpu_config  # noqa: E402
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -43,22 +45,6 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
         max_position_embeddings=8192,
     ).save_pretrained(path)
     return path
-
-
-def cpu_config(model_dir: Path | None = None, **arctic):
-    """A VllmConfig on the CPU; ``arctic`` goes to ``additional_config["arctic"]``."""
-    from vllm.config import DeviceConfig, ModelConfig, VllmConfig
-
-    kwargs = {}
-    if model_dir is not None:
-        kwargs["model_config"] = ModelConfig(
-            model=str(model_dir), skip_tokenizer_init=True, max_model_len=8192
-        )
-    return VllmConfig(
-        device_config=DeviceConfig(device="cpu"),
-        additional_config={"arctic": arctic} if arctic else {},
-        **kwargs,
-    )
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from arctic_inference.vllm.attention.forest_config import (
     forest_config_for,
     parse_forest_config,
 )
-from conftest import cpu_config
+from forest_env import cpu_config
 
 
 def test_defaults_are_the_documented_ones():

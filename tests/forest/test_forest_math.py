@@ -27,7 +27,7 @@ HEADS, KV_HEADS, HEAD = 4, 2, 16
 def _fork_backend():
     from vllm.config import set_current_vllm_config
 
-    from conftest import cpu_config
+    from forest_env import cpu_config
 
     with set_current_vllm_config(cpu_config()):
         from arctic_inference.vllm.attention.flash_attn_fork import ForestFlashAttentionBackend
@@ -64,7 +64,7 @@ def _paged_batch(rng: np.random.Generator, groups: list[tuple[int, int]], single
         table[i, : len(blocks)] = blocks
     from vllm.config import set_current_vllm_config
 
-    from conftest import cpu_config
+    from forest_env import cpu_config
 
     backend = _fork_backend()
     with set_current_vllm_config(cpu_config()):  # the layout reads the current config

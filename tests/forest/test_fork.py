@@ -113,7 +113,7 @@ def _builders(model_dir, **arctic):
     from vllm.v1.kv_cache_interface import FullAttentionSpec
 
     from arctic_inference.vllm.attention import flash_attn_fork as fork
-    from conftest import cpu_config
+    from forest_env import cpu_config
 
     config = cpu_config(model_dir, **arctic)
     spec = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=2, head_size=16, dtype=torch.bfloat16)

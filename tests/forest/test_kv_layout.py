@@ -10,7 +10,7 @@ from arctic_inference.vllm.attention.kv_layout import (
     kv_cache_layout,
     split_kv_cache,
 )
-from conftest import cpu_config
+from forest_env import cpu_config
 
 
 @pytest.fixture

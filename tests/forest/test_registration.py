@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import cpu_config
+from forest_env import cpu_config
 
 
 def test_patch_set_applies_the_backend_swap_only_with_a_forest_config(reverted_patches):

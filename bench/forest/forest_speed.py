@@ -1,7 +1,7 @@
 """Forest Cascade Attention benchmark on the GPU: three workloads x three configurations.
 
 Each (repetition, configuration) is a fresh engine in its own process
-(``engine_run.py``), run in interleaved order (flash cascade forest flash cascade forest
+(``forest_engine.py``), run in interleaved order (flash cascade forest flash cascade forest
 ...), at least 5 repetitions, every timed phase at least 10 s. Each run's JSON lands in
 ``--runs`` as it finishes, so a session cut short (``--budget-s``) resumes where it
 stopped. The report gives, per workload and configuration, the median tokens/s with min
@@ -10,7 +10,7 @@ for the rollouts the profiled attention-kernel time per decode step with the KV 
 it implies against the H200's bandwidth.
 
     python3 bench/forest/build_model.py --out /opt/models/small-llama-8k
-    python3 bench/forest/gpu_speed.py --model /opt/models/small-llama-8k \\
+    python3 bench/forest/forest_speed.py --model /opt/models/small-llama-8k \\
         --runs bench/forest/runs --out bench/forest/results.json --md bench/forest/RESULTS.md
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from engine_run import CONFIGS  # noqa: E402
-from workloads import make_workloads, shared_prefix_tokens  # noqa: E402
+from forest_engine import CONFIGS  # noqa: E402
+from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
 
@@ -45,7 +45,7 @@ def run_one(args, rep: int, config: str) -> dict | None:
     path = args.runs / f"rep{rep}-{config}.json"
     if path.is_file():
         return json.loads(path.read_text())
-    cmd = [sys.executable, str(HERE / "engine_run.py"), "--model", args.model, "--config", config,
+    cmd = [sys.executable, str(HERE / "forest_engine.py"), "--model", args.model, "--config", config,
            "--phase-s", str(args.phase_s), "--workloads", args.workloads]
     if args.cudagraph_mode:
         cmd += ["--cudagraph-mode", args.cudagraph_mode]
@@ -118,7 +118,7 @@ def summarize(runs: list[dict], model: str) -> dict:
 def markdown(summary: dict) -> str:
     lines = ["# Forest Cascade Attention on one H200", "",
              "Generated tokens/s, median (min-max) over fresh engines; ratios to `flash` within each "
-             "repetition. Produced by `bench/forest/gpu_speed.py`.", "",
+             "repetition. Produced by `bench/forest/forest_speed.py`.", "",
              "| workload | flash | cascade | forest | cascade / flash | forest / flash |",
              "|---|---|---|---|---|---|"]
     for name, entry in summary["workloads"].items():

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from workloads import make_workloads  # noqa: E402
+from forest_workloads import make_workloads  # noqa: E402
 
 CONFIGS = ("flash", "cascade", "forest")
 ATTENTION_KERNELS = ("flash", "fmha", "mha_fwd", "merge_attn")
