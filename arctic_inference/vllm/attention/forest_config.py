@@ -2,8 +2,7 @@
 
 Given three ways like every Arctic arg (CLI flag, ``additional_config={"arctic":
 {"forest_cascade_attn_configs": ...}}``, env ``ARCTIC_FOREST_CASCADE_ATTN_CONFIGS``).
-The value is a JSON object (a string on the CLI and in the env; a dict is also accepted
-from Python). An empty object ``{}`` turns the feature on with every default; an absent
+The value is a JSON object written as a string, everywhere (CLI, env, ``additional_config``). An empty object ``{}`` turns the feature on with every default; an absent
 value keeps vLLM's own FlashAttention. Bad JSON or an unknown key is a ``ValueError``
 naming the key and the known ones, raised when the engine config is built.
 
@@ -38,7 +37,7 @@ FOREST_CASCADE_ATTN_CONFIGS = ArcticArg(
     "in one grouped FlashAttention call. Knobs: max_query_len, min_group_size, "
     "min_additional_prefix_blocks, min_non_singleton_fraction, max_non_singleton_groups. "
     "Absent: vLLM's FlashAttention runs unchanged.",
-    validate=lambda value: _validate(value),
+    check=lambda value: _validate(value),
 )
 
 #: The minimum batch size the feature considers (fewer requests gain too little).
@@ -123,14 +122,15 @@ def parse_forest_config(raw: str | Mapping[str, Any] | None) -> ForestConfig | N
 
 
 def _validate(value: str) -> None:
-    parse_forest_config(value)
+    # ArcticArg prefixes where the value came from and ends the sentence itself.
+    try:
+        parse_forest_config(value)
+    except ValueError as exc:
+        raise ValueError(str(exc).rstrip(".")) from None
 
 
 def forest_config_for(vllm_config: Any | None) -> ForestConfig | None:
-    """The forest config of an engine config (None: the feature is off).
-
-    A dict given in ``additional_config`` arrives as JSON text (``ArcticArg`` dumps it).
-    """
+    """The forest config of an engine config (None: the feature is off)."""
     return parse_forest_config(FOREST_CASCADE_ATTN_CONFIGS.value_for(vllm_config))
 
 
