@@ -25,6 +25,24 @@ class LayerBatch:
     qsl: np.ndarray
 
 
+def engine_config(*, heads: int, kv_heads: int, head: int, device: str = "cuda", **arctic):
+    """A VllmConfig with a config-only Llama of the given attention shape (no weights)."""
+    import tempfile
+    from pathlib import Path
+
+    from transformers import LlamaConfig
+    from vllm.config import DeviceConfig, ModelConfig, VllmConfig
+
+    folder = Path(tempfile.gettempdir()) / f"forest-llama-{heads}-{kv_heads}-{head}"
+    if not (folder / "config.json").is_file():
+        LlamaConfig(vocab_size=512, hidden_size=heads * head, intermediate_size=256, num_hidden_layers=1,
+                    num_attention_heads=heads, num_key_value_heads=kv_heads,
+                    max_position_embeddings=8192).save_pretrained(folder)
+    model = ModelConfig(model=str(folder), skip_tokenizer_init=True, max_model_len=8192, dtype="bfloat16")
+    return VllmConfig(model_config=model, device_config=DeviceConfig(device=device),
+                      additional_config={"arctic": arctic} if arctic else {})
+
+
 class ScaleLayer(torch.nn.Module):
     """The per-layer attributes FlashAttentionImpl.forward reads (unquantized: scales 1)."""
 

@@ -46,9 +46,10 @@ def modules():
 
 
 def _config(**arctic):
-    from vllm.config import VllmConfig
+    sys.path.insert(0, str(Path(__file__).parent))
+    import forest_layer
 
-    return VllmConfig(additional_config={"arctic": arctic} if arctic else {})
+    return forest_layer.engine_config(heads=HEADS, kv_heads=KV_HEADS, head=HEAD, **arctic)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

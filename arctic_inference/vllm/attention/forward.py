@@ -49,6 +49,7 @@ def forest_attention(
         v=value_cache,
         softmax_scale=softmax_scale,
         softcap=softcap,
+        window_size=[-1, -1],  # no sliding window (such layers never get here)
         return_softmax_lse=True,
         num_splits=num_splits,
     )
