@@ -154,7 +154,10 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         name="forest-cascade-attn",
         summary="Forest Cascade Attention: FLASH_ATTN replaced by the forked backend "
         "that attends to each prefix group's shared blocks once (only with a forest config)",
-        patches=("arctic_inference.vllm.attention.install:ForestBackendSelectionPatch",),
+        patches=(
+            "arctic_inference.vllm.attention.install:ForestBackendSelectionPatch",
+            "arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",
+        ),
         args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
         enabled=forest_config.forest_on,
     ),

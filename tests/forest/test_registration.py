@@ -22,6 +22,9 @@ def test_patch_set_applies_the_backend_swap_only_with_a_forest_config(reverted_p
     on = apply_side("worker", cpu_config(forest_cascade_attn_configs='{"min_group_size": 4}'))
     assert "forest-cascade-attn" in on
     assert is_applied(ForestBackendSelectionPatch)
+    from arctic_inference.vllm.attention.host_tables import BlockTableHostPatch
+
+    assert is_applied(BlockTableHostPatch)
     assert attention_module.get_attn_backend is ForestBackendSelectionPatch.__dict__["get_attn_backend"]
 
 

@@ -7,9 +7,9 @@ step runs the upstream path unchanged.
 
 Host inputs: query lengths come from ``query_start_loc_cpu`` and computed tokens from
 ``seq_lens_cpu_upper_bound`` (exact without speculative decoding, which is therefore
-ineligible). The block table is only on the device in the builder's inputs, so its
-leading columns are copied to the host: one small device-to-host copy per step, which
-waits for queued GPU work (its cost is part of what the bench measures).
+ineligible). The block table comes from the model runner's host copy
+(:mod:`.host_tables`); only a table that is not found there is copied back from the
+device, which waits for queued GPU work.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from arctic_inference.vllm.attention.plan import ForestPlan, build_forest_plan
 __all__ = ["STATS", "ForestPlanner"]
 
 #: Process-wide counts of planned and skipped steps (tests and the bench read them).
-STATS: dict[str, int] = {"planned": 0, "skipped": 0}
+STATS: dict[str, int] = {"planned": 0, "skipped": 0, "host_table": 0, "device_copy": 0}
 
 
 class ForestPlanner:
@@ -98,8 +98,7 @@ class ForestPlanner:
         columns = int(computed.max()) // self.block_size
         if columns < 1:
             return self._skip("no fully computed block")
-        table = common.block_table_tensor[:num_reqs, :columns]
-        table_cpu = table.to("cpu", non_blocking=False).numpy()
+        table_cpu = self._host_rows(common.block_table_tensor[:num_reqs], columns)
         grouping = find_prefix_groups(table_cpu, computed, self.block_size, self.config)
         if grouping is None:
             return self._skip("no prefix groups worth grouping")
@@ -114,6 +113,17 @@ class ForestPlanner:
             max_seq_len=common.max_seq_len,
             block_size=self.block_size,
         )
+
+    @staticmethod
+    def _host_rows(device_table: Any, columns: int) -> np.ndarray:
+        from arctic_inference.vllm.attention.host_tables import host_block_table
+
+        host = host_block_table(device_table)
+        if host is not None:
+            STATS["host_table"] += 1
+            return host[:, :columns].numpy()
+        STATS["device_copy"] += 1
+        return device_table[:, :columns].to("cpu").numpy()
 
     def _skip(self, reason: str) -> None:
         self.last_reason = reason
