@@ -71,10 +71,10 @@ def build_forest_plan(
 
     width = block_table.shape[1]
     shift = torch.from_numpy(prefix_blocks.astype(np.int64)).to(device)
-    columns = torch.arange(width, device=device, dtype=torch.int64)[None, :] + shift[:, None]
-    inside = columns < width
-    shifted = torch.gather(block_table[:num_reqs], 1, columns.clamp(max=width - 1))
-    shifted = torch.where(inside, shifted, torch.zeros_like(shifted))
+    # Columns past the row's end repeat its last entry: the kernel reads only the
+    # blocks that ``suffix_seqused_k`` covers, so the padding is never touched.
+    columns = (torch.arange(width, device=device, dtype=torch.int64)[None, :] + shift[:, None]).clamp_(max=width - 1)
+    shifted = torch.gather(block_table[:num_reqs], 1, columns)
     prefix_len = torch.from_numpy((prefix_blocks * block_size).astype(np.int32)).to(device)
 
     def to_device(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
