@@ -5,7 +5,7 @@
 #   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS]
 # Builds the model once (/opt/models/small-llama-8k), runs engines until BUDGET_S (default
 # 480) is spent, keeps finished runs in /tmp/forest-runs (a later call continues there)
-# and copies runs, results.json and RESULTS.md to $OUT. Exit 1 while runs are missing.
+# and copies runs (with their logs), results.json and RESULTS.md to $OUT. Exit 1 while runs are missing.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
 budget="${1:-480}"
@@ -19,5 +19,5 @@ python3 bench/forest/forest_speed.py --model "$model" --runs "$runs" --budget-s 
     --workloads "$workloads" --out "$OUT/forest-results.json" --md "$OUT/forest-RESULTS.md" \
     2>&1 | tee "$OUT/forest-bench.log"
 rc="${PIPESTATUS[0]}"
-mkdir -p "$OUT/forest-runs" && cp "$runs"/*.json "$OUT/forest-runs/" 2>/dev/null
+mkdir -p "$OUT/forest-runs" && cp "$runs"/* "$OUT/forest-runs/" 2>/dev/null
 exit "$rc"
