@@ -87,7 +87,8 @@ class ForestPlanner:
         )
         if reason is None and self.speculative:
             reason = "speculative decoding (computed tokens are only an upper bound)"
-        if reason is None and common.seq_lens_cpu_upper_bound is None:
+        host_lens = common.seq_lens_cpu_upper_bound
+        if reason is None and (host_lens is None or host_lens.shape[0] < common.num_reqs):
             reason = "no host copy of the sequence lengths"
         if reason is not None:
             return self._skip(reason)
