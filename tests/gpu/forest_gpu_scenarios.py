@@ -1,7 +1,7 @@
 """One engine, one greedy rollout workload; prints ``RESULT {json}`` (run by test_forest_gpu.py).
 
 ``--config flash``: vLLM's FlashAttention (cascade off); ``--config forest``: the forest
-fork with default knobs. 8 prompts x n=16 samples, prompts of 1024 tokens, 64 greedy
+fork with default knobs. 8 prompts x 16 greedy copies, prompts of 1024 tokens, 64 greedy
 tokens, block_size 16, prefix caching on (that is what makes the samples share blocks),
 piecewise CUDA graphs for both (forest runs only without full CUDA graphs).
 """
@@ -30,8 +30,10 @@ def main() -> None:
               # Forest needs full CUDA graphs off; both configs use the same graphs.
               compilation_config={"cudagraph_mode": "PIECEWISE"})
     rng = random.Random(0)
-    prompts = [{"prompt_token_ids": [rng.randrange(3, 340) for _ in range(args.prompt_len)]} for _ in range(8)]
-    params = SamplingParams(n=16, temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)
+    base = [[rng.randrange(3, 340) for _ in range(args.prompt_len)] for _ in range(8)]
+    # Greedy allows n=1 only: 16 copies of each prompt (they share its blocks all the same).
+    prompts = [{"prompt_token_ids": tokens} for tokens in base for _ in range(16)]
+    params = SamplingParams(n=1, temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)
     outputs = llm.generate(prompts, params)
 
     from arctic_inference.vllm.attention.planner import STATS

@@ -3,7 +3,7 @@
 Per layer (in process): the fork's builder + impl against vLLM 0.26.0's own
 FlashAttention on the same batch and KV cache.
 End to end (one subprocess per engine, tests/gpu/forest_gpu_scenarios.py): greedy
-rollouts (8 prompts x n=16) with FLASH_ATTN twice and with forest.
+rollouts (8 prompts x 16 greedy copies) with FLASH_ATTN twice and with forest.
 
 Run (on the GPU machine, from the repo root, after ``source .gpu2/device-env.sh``):
     bash tests/gpu/device_run.sh install
