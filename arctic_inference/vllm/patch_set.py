@@ -55,6 +55,7 @@ from arctic_inference.patching import ArcticPatch, PatchRecord, applied_patches
 from arctic_inference.utils import get_logger, import_object
 from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm import rl_args
+from arctic_inference.vllm.attention import forest_config
 
 logger = get_logger(__name__)
 
@@ -154,6 +155,17 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         patches=("arctic_inference.vllm.sleep_drafter:WorkerSleepKeepDrafterPatch",),
         args=(rl_args.SLEEP_KEEP_DRAFTER,),
         enabled=rl_args.sleep_keep_drafter_on,
+    ),
+    Feature(
+        name="forest-cascade-attn",
+        summary="Forest Cascade Attention: FLASH_ATTN replaced by the forked backend "
+        "that attends to each prefix group's shared blocks once (only with a forest config)",
+        patches=(
+            "arctic_inference.vllm.attention.install:ForestBackendSelectionPatch",
+            "arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",
+        ),
+        args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
+        enabled=forest_config.forest_on,
     ),
 )
 

@@ -1,0 +1,132 @@
+"""Builder-side forest state: static eligibility once, then a plan per step.
+
+The metadata builder of the fork owns one :class:`ForestPlanner` (None when the
+feature is off). Per step it takes vLLM's ``CommonAttentionMetadata``, applies the
+eligibility rules, groups the block table and builds the plan; any ``None`` means the
+step runs the upstream path unchanged.
+
+Host inputs: query lengths come from ``query_start_loc_cpu`` and computed tokens from
+``seq_lens_cpu_upper_bound`` (exact without speculative decoding, which is therefore
+ineligible). The block table comes from the model runner's host copy
+(:mod:`.host_tables`); only a table that is not found there is copied back from the
+device, which waits for queued GPU work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from arctic_inference.vllm.attention.forest_config import ForestConfig, forest_config_for
+from arctic_inference.vllm.attention.grouping import find_prefix_groups, ineligible_reason
+from arctic_inference.vllm.attention.plan import ForestPlan, build_forest_plan
+
+__all__ = ["STATS", "ForestPlanner"]
+
+#: Process-wide counts of planned and skipped steps (tests and the bench read them).
+STATS: dict[str, int] = {"planned": 0, "skipped": 0, "host_table": 0, "device_copy": 0}
+
+
+class ForestPlanner:
+    """Decides per step whether and how the batch is grouped."""
+
+    def __init__(
+        self,
+        config: ForestConfig,
+        *,
+        block_size: int,
+        dcp_world_size: int,
+        full_cuda_graph: bool,
+        sliding_window: bool,
+        speculative: bool,
+    ) -> None:
+        self.config = config
+        self.block_size = block_size
+        self.dcp_world_size = dcp_world_size
+        self.full_cuda_graph = full_cuda_graph
+        self.sliding_window = sliding_window
+        self.speculative = speculative
+        self.last_reason: str | None = None  # why the last step was not grouped
+
+    @classmethod
+    def for_builder(cls, builder: Any) -> ForestPlanner | None:
+        """The planner of a FlashAttention metadata builder, None when forest is off."""
+        config = forest_config_for(builder.vllm_config)
+        if config is None:
+            return None
+        spec = builder.kv_cache_spec
+        if builder.use_full_cuda_graph:
+            from arctic_inference.utils import get_logger
+
+            get_logger(__name__).warning(
+                "Forest Cascade Attention is configured but full CUDA graphs are on, so no "
+                "batch will be grouped; start with compilation_config="
+                "{\"cudagraph_mode\": \"PIECEWISE\"} to use it."
+            )
+        return cls(
+            config,
+            block_size=builder.block_size,
+            dcp_world_size=builder.dcp_world_size,
+            full_cuda_graph=bool(builder.use_full_cuda_graph),
+            sliding_window=getattr(spec, "sliding_window", None) is not None
+            or getattr(spec, "attention_chunk_size", None) is not None,
+            speculative=builder.vllm_config.speculative_config is not None,
+        )
+
+    def plan(self, common: Any) -> ForestPlan | None:
+        """The plan for one step's ``CommonAttentionMetadata``, or None (upstream path)."""
+        reason = ineligible_reason(
+            num_reqs=common.num_reqs,
+            max_query_len=common.max_query_len,
+            causal=common.causal,
+            dcp_world_size=self.dcp_world_size,
+            full_cuda_graph=self.full_cuda_graph,
+            sliding_window=self.sliding_window,
+            config=self.config,
+        )
+        if reason is None and self.speculative:
+            reason = "speculative decoding (computed tokens are only an upper bound)"
+        host_lens = common.seq_lens_cpu_upper_bound
+        if reason is None and (host_lens is None or host_lens.shape[0] < common.num_reqs):
+            reason = "no host copy of the sequence lengths"
+        if reason is not None:
+            return self._skip(reason)
+        num_reqs = common.num_reqs
+        qsl = common.query_start_loc_cpu[: num_reqs + 1].numpy().astype(np.int64)
+        seq_lens = common.seq_lens_cpu_upper_bound[:num_reqs].numpy().astype(np.int64)
+        computed = seq_lens - (qsl[1:] - qsl[:-1])
+        columns = int(computed.max()) // self.block_size
+        if columns < 1:
+            return self._skip("no fully computed block")
+        table_cpu = self._host_rows(common.block_table_tensor[:num_reqs], columns)
+        grouping = find_prefix_groups(table_cpu, computed, self.block_size, self.config)
+        if grouping is None:
+            return self._skip("no prefix groups worth grouping")
+        self.last_reason = None
+        STATS["planned"] += 1
+        return build_forest_plan(
+            grouping,
+            query_start_loc_cpu=qsl,
+            block_table_cpu=table_cpu,
+            block_table=common.block_table_tensor,
+            seq_lens=common.seq_lens,
+            max_seq_len=common.max_seq_len,
+            block_size=self.block_size,
+        )
+
+    @staticmethod
+    def _host_rows(device_table: Any, columns: int) -> np.ndarray:
+        from arctic_inference.vllm.attention.host_tables import host_block_table
+
+        host = host_block_table(device_table)
+        if host is not None:
+            STATS["host_table"] += 1
+            return host[:, :columns].numpy()
+        STATS["device_copy"] += 1
+        return device_table[:, :columns].to("cpu").numpy()
+
+    def _skip(self, reason: str) -> None:
+        self.last_reason = reason
+        STATS["skipped"] += 1
+        return None

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The forest benchmark on the lent H200, resumable across calls while the machine is warm.
+# From the project root, after `source .gpu2/device-env.sh` and
+# `bash tests/gpu/device_run.sh install` (see ../shared/gpu/README.md):
+#   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS]
+# Builds the model once (/opt/models/small-llama-8k), runs engines until BUDGET_S (default
+# 480) is spent, keeps finished runs in /tmp/forest-runs (a later call continues there)
+# and copies runs (with their logs), results.json and RESULTS.md to $OUT. Exit 1 while runs
+# are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
+set -uo pipefail
+OUT="${OUT:-/tmp/gpu-out}"
+budget="${1:-480}"
+workloads="${2:-rollouts,sysprompt,noshare}"
+model=/opt/models/small-llama-8k
+runs=/tmp/forest-runs
+mkdir -p "$OUT" "$runs"
+# Runs returned by an earlier machine, put back into the tree: continue from them.
+cp -n bench/forest/runs/*.json "$runs"/ 2>/dev/null || true
+export VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
+python3 bench/forest/build_model.py --out "$model" > "$OUT/forest-model.log" 2>&1 || { tail -20 "$OUT/forest-model.log"; exit 2; }
+python3 bench/forest/forest_speed.py --model "$model" --runs "$runs" --budget-s "$budget" \
+    --workloads "$workloads" --out "$OUT/forest-results.json" --md "$OUT/forest-RESULTS.md" \
+    2>&1 | tee "$OUT/forest-bench.log"
+rc="${PIPESTATUS[0]}"
+mkdir -p "$OUT/forest-runs" && cp "$runs"/* "$OUT/forest-runs/" 2>/dev/null
+exit "$rc"

@@ -1,0 +1,113 @@
+"""One fresh engine in one configuration: every workload timed; prints ``RESULT {json}``.
+
+Configurations: ``flash`` (FLASH_ATTN, vLLM's cascade off), ``cascade`` (FLASH_ATTN with
+vLLM's single-prefix cascade on), ``forest`` (the forest fork, default knobs). Every
+workload gets one untimed warm-up round (compilation, and the prefix cache then holds
+its prompts), then rounds are repeated until the timed phase lasts ``--phase-s``.
+Tokens/s counts generated tokens; prompts are prefix-cache hits after the warm-up, so
+the phase is decode-dominated. ``--profile`` adds one profiled rollout round with
+attention-kernel time per decode step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from forest_workloads import make_workloads  # noqa: E402
+
+CONFIGS = ("flash", "cascade", "forest")
+ATTENTION_KERNELS = ("flash", "fmha", "mha_fwd", "merge_attn")
+INDEX_KERNELS = ("index", "gather")
+
+
+def engine_kwargs(config: str, model: str, cudagraph_mode: str | None) -> dict:
+    arctic = {"forest_cascade_attn_configs": "{}"} if config == "forest" else {}
+    # Forest groups only without full CUDA graphs; the others keep vLLM's default unless told.
+    mode = cudagraph_mode or ("PIECEWISE" if config == "forest" else None)
+    kwargs = dict(model=model, attention_backend="FLASH_ATTN", block_size=16, dtype="bfloat16",
+                  enable_prefix_caching=True, disable_cascade_attn=config != "cascade",
+                  max_model_len=8192, gpu_memory_utilization=0.85, seed=0,
+                  additional_config={"arctic": arctic})
+    if mode is not None:
+        kwargs["compilation_config"] = {"cudagraph_mode": mode}
+    return kwargs
+
+
+def _round(llm, workload) -> int:
+    from vllm import SamplingParams
+
+    params = SamplingParams(n=workload.n, temperature=1.0, seed=0, max_tokens=workload.new_tokens,
+                            ignore_eos=True)
+    outs = llm.generate([{"prompt_token_ids": p} for p in workload.prompts], params, use_tqdm=False)
+    return sum(len(c.token_ids) for o in outs for c in o.outputs)
+
+
+def _profile(llm, workload) -> dict:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        _round(llm, workload)
+        torch.cuda.synchronize()
+    attention_us = index_us = total_us = 0.0
+    kernels: dict[str, float] = {}
+    for event in prof.key_averages():
+        device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0.0)
+        name = event.key.lower()
+        total_us += device_us
+        if any(k in name for k in ATTENTION_KERNELS):
+            attention_us += device_us
+            kernels[event.key[:120]] = device_us
+        elif any(k in name for k in INDEX_KERNELS):
+            index_us += device_us
+    steps = workload.new_tokens  # every request decodes together, one token a step
+    return {"decode_steps": steps, "attention_us_per_step": attention_us / steps,
+            "index_gather_us_per_step": index_us / steps, "gpu_us_total": total_us,
+            "attention_kernels_us": dict(sorted(kernels.items(), key=lambda kv: -kv[1])[:12])}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--config", choices=CONFIGS, required=True)
+    parser.add_argument("--workloads", default="rollouts,sysprompt,noshare")
+    parser.add_argument("--phase-s", type=float, default=10.0)
+    parser.add_argument("--cudagraph-mode", default=None)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+
+    from vllm import LLM
+
+    from arctic_inference.vllm.attention.planner import STATS
+
+    t0 = time.time()
+    llm = LLM(**engine_kwargs(args.config, args.model, args.cudagraph_mode))
+    result = {"config": args.config, "engine_start_s": round(time.time() - t0, 1), "workloads": {}}
+    workloads = make_workloads()
+    for name in args.workloads.split(","):
+        workload = workloads[name]
+        _round(llm, workload)  # warm-up
+        planned_before = STATS["planned"]
+        tokens, rounds, start = 0, 0, time.perf_counter()
+        while True:
+            tokens += _round(llm, workload)
+            rounds += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= args.phase_s:
+                break
+        entry = {"tokens": tokens, "rounds": rounds, "elapsed_s": elapsed, "tokens_per_s": tokens / elapsed,
+                 "forest_planned_steps": STATS["planned"] - planned_before}
+        if args.profile and name == "rollouts":
+            entry["profile"] = _profile(llm, workload)
+        result["workloads"][name] = entry
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

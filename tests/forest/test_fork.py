@@ -1,0 +1,178 @@
+"""The declared fork: its header, how far it is from upstream, and its metadata builder.
+
+The builder runs on the CPU (no FlashAttention kernel is called while building), so
+the fork's builder is compared with vLLM's own on the same real batch: with the
+feature off every upstream field is equal and no plan is attached.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import arctic_inference
+from real_scheduler import BLOCK_SIZE, RunnerBlockTable, finish_step, make_request, make_scheduler
+
+FORK = Path(arctic_inference.__file__).parent / "vllm" / "attention" / "flash_attn_fork.py"
+UPSTREAM_REL = "vllm/v1/attention/backends/flash_attn.py"
+# The only upstream definitions the fork changes (each change marked "Forest:").
+CHANGED = {
+    "FlashAttentionMetadata",
+    "FlashAttentionMetadataBuilder.__init__",
+    "FlashAttentionMetadataBuilder.build",
+    "FlashAttentionMetadataBuilder.update_block_table",
+    "FlashAttentionMetadataBuilder.use_cascade_attention",
+    "FlashAttentionImpl.forward",
+}
+
+
+def _upstream_text() -> str:
+    import vllm
+
+    return (Path(vllm.__file__).parent.parent / UPSTREAM_REL).read_text()
+
+
+def _definitions(text: str) -> dict[str, str]:
+    out = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            if isinstance(node, ast.ClassDef):  # the class's own statements; methods below
+                own = [item for item in node.body if not isinstance(item, ast.FunctionDef)]
+                out[node.name] = "".join(ast.dump(item) for item in [*node.bases, *own])
+            else:
+                out[node.name] = ast.dump(node)
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        out[f"{node.name}.{item.name}"] = ast.dump(item)
+    return out
+
+
+def test_fork_header_is_read_by_rebasekit():
+    from rebasekit.drift.forks import header_decl
+
+    decl = header_decl("arctic_inference/vllm/attention/flash_attn_fork.py", FORK.read_text())
+    assert decl is not None
+    assert (decl.upstream_path, decl.version) == (UPSTREAM_REL, "0.26.0")
+    import vllm
+
+    assert vllm.__version__.startswith(decl.version)
+
+
+def test_fork_changes_only_the_marked_definitions():
+    ours, theirs = _definitions(FORK.read_text()), _definitions(_upstream_text())
+    assert set(theirs) <= set(ours)  # nothing upstream dropped
+    changed = {name for name in theirs if ours[name] != theirs[name]}
+    assert changed == CHANGED
+    assert set(ours) - set(theirs) == {"ForestFlashAttentionBackend"}
+    text = FORK.read_text()
+    assert text.count("# Forest:") == 6
+
+
+def _real_batch(model_dir):
+    """A decode step of 4 prompts x 4 samples (200-token prompts) from the real scheduler."""
+    from vllm.v1.attention.backend import CommonAttentionMetadata
+
+    rng = np.random.default_rng(5)
+    scheduler = make_scheduler(model_dir)
+    order = []
+    for p in range(4):
+        prompt = rng.integers(0, 256, 200).tolist()
+        for s in range(4):
+            scheduler.add_request(make_request(f"p{p}-s{s}", prompt))
+            order.append(f"p{p}-s{s}")
+    table = RunnerBlockTable()
+    out = scheduler.schedule()
+    table.update(out)
+    finish_step(scheduler, out)
+    out = scheduler.schedule()
+    table.update(out)
+    num_reqs = len(order)
+    computed = table.num_computed()
+    qsl = torch.arange(num_reqs + 1, dtype=torch.int32)
+    seq_lens = torch.from_numpy(computed + 1).int()
+    blocks = torch.from_numpy(table.numpy().copy()).int()
+    common = CommonAttentionMetadata(
+        query_start_loc=qsl, query_start_loc_cpu=qsl.clone(), seq_lens=seq_lens,
+        num_reqs=num_reqs, num_actual_tokens=num_reqs, max_query_len=1,
+        max_seq_len=int(seq_lens.max()), block_table_tensor=blocks,
+        slot_mapping=torch.zeros(num_reqs, dtype=torch.int64),
+        seq_lens_cpu_upper_bound=seq_lens.clone(),
+    )
+    return common, table
+
+
+def _builders(model_dir, **arctic):
+    from vllm.config import set_current_vllm_config
+    from vllm.v1.attention.backends import flash_attn as upstream
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+    from arctic_inference.vllm.attention import flash_attn_fork as fork
+    from forest_env import cpu_config
+
+    config = cpu_config(model_dir, **arctic)
+    spec = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=2, head_size=16, dtype=torch.bfloat16)
+    with set_current_vllm_config(config):
+        theirs = upstream.FlashAttentionMetadataBuilder(spec, ["l0"], config, torch.device("cpu"))
+        ours = fork.FlashAttentionMetadataBuilder(spec, ["l0"], config, torch.device("cpu"))
+    return theirs, ours
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    return a == b
+
+
+def _upstream_fields_equal(theirs, ours) -> list[str]:
+    return [f.name for f in dataclasses.fields(theirs) if not _same(getattr(theirs, f.name), getattr(ours, f.name))]
+
+
+def test_builder_with_forest_off_builds_upstream_metadata(tiny_llama_dir, distributed_cpu):
+    theirs, ours = _builders(tiny_llama_dir)
+    common, _ = _real_batch(tiny_llama_dir)
+    assert ours.forest is None
+    want, got = theirs.build(0, common), ours.build(0, common)
+    assert _upstream_fields_equal(want, got) == []
+    assert got.forest is None
+
+
+def test_builder_with_forest_on_adds_a_plan_and_keeps_upstream_fields(tiny_llama_dir, distributed_cpu):
+    theirs, ours = _builders(tiny_llama_dir, forest_cascade_attn_configs="{}")
+    common, table = _real_batch(tiny_llama_dir)
+    assert ours.forest is not None
+    want, got = theirs.build(0, common), ours.build(0, common)
+    assert _upstream_fields_equal(want, got) == []
+    plan = got.forest
+    assert plan is not None and plan.num_groups == 4
+    assert plan.prefix_seqused_k.tolist() == [12 * BLOCK_SIZE] * 4
+    assert plan.prefix_cu_seqlens_q.tolist() == [0, 4, 8, 12, 16]
+    rows = table.numpy()
+    assert torch.equal(plan.suffix_block_table[:, 0], torch.from_numpy(rows[:, 12]).int())
+    assert plan.suffix_seqused_k.tolist() == (common.seq_lens - 12 * BLOCK_SIZE).tolist()
+    # vLLM's single-prefix cascade is left to forest when forest is on.
+    assert not ours.use_cascade_attention(
+        common_prefix_len=1024, query_lens=np.ones(16, dtype=np.int32), num_query_heads=4,
+        num_kv_heads=2, use_alibi=False, use_sliding_window=False, use_local_attention=False,
+        num_sms=132, dcp_world_size=1,
+    )
+    # A block table swapped in by update_block_table drops the plan (grouped on the old one).
+    assert ours.update_block_table(got, common.block_table_tensor, common.slot_mapping).forest is None
+
+
+def test_builder_with_forest_on_skips_small_batches(tiny_llama_dir, distributed_cpu):
+    _, ours = _builders(tiny_llama_dir, forest_cascade_attn_configs="{}")
+    common, _ = _real_batch(tiny_llama_dir)
+    small = common.replace(
+        num_reqs=7, num_actual_tokens=7, query_start_loc=common.query_start_loc[:8],
+        query_start_loc_cpu=common.query_start_loc_cpu[:8], seq_lens=common.seq_lens[:7],
+        block_table_tensor=common.block_table_tensor[:7], slot_mapping=common.slot_mapping[:7],
+        seq_lens_cpu_upper_bound=common.seq_lens_cpu_upper_bound[:7],
+    )
+    assert ours.build(0, small).forest is None
+    assert ours.forest.last_reason == "fewer than 8 requests"

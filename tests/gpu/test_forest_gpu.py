@@ -1,0 +1,133 @@
+"""Forest Cascade Attention on the GPU: exact when off, within tolerance when on, end to end.
+
+Per layer (in process): the fork's builder + impl against vLLM 0.26.0's own
+FlashAttention on the same batch and KV cache.
+End to end (one subprocess per engine, tests/gpu/forest_gpu_scenarios.py): greedy
+rollouts (8 prompts x 16 greedy copies) with FLASH_ATTN twice and with forest.
+
+Run (on the GPU machine, from the repo root, after ``source .gpu2/device-env.sh``):
+    bash tests/gpu/device_run.sh install
+    bash tests/gpu/device_run.sh pytest tests/gpu/test_forest_gpu.py
+Models: $ARCTIC_TEST_MODELS (default /opt/models) with small-llama. About 5 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = Path(os.environ.get("ARCTIC_TEST_MODELS", "/opt/models"))
+SCENARIOS = Path(__file__).with_name("forest_gpu_scenarios.py")
+HEADS, KV_HEADS, HEAD = 32, 8, 64  # small-llama's attention shape
+GROUPS = [(16, 1024), (16, 2048), (8, 512), (4, 4096)]
+
+
+@pytest.fixture(scope="module")
+def modules():
+    sys.path.insert(0, str(Path(__file__).parent))
+    from vllm.config import set_current_vllm_config
+
+    import forest_layer
+
+    config = _config()
+    with set_current_vllm_config(config):
+        from vllm.v1.attention.backends import flash_attn as upstream
+
+        from arctic_inference.vllm.attention import flash_attn_fork as fork
+    return forest_layer, upstream, fork
+
+
+def _config(**arctic):
+    sys.path.insert(0, str(Path(__file__).parent))
+    import forest_layer
+
+    return forest_layer.engine_config(heads=HEADS, kv_heads=KV_HEADS, head=HEAD, **arctic)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_forest_off_is_upstream_bit_for_bit(modules, seed):
+    from vllm.config import set_current_vllm_config
+
+    layer, upstream, fork = modules
+    with set_current_vllm_config(_config()):
+        batch = layer.make_batch(groups=GROUPS, singles=8, own=(16, 300), heads=HEADS,
+                                 kv_heads=KV_HEADS, head=HEAD, seed=seed)
+    shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
+    want, _ = layer.run_layer(upstream, _config(), batch, **shape)
+    got, meta = layer.run_layer(fork, _config(), batch, **shape)
+    assert meta.forest is None
+    assert want.isfinite().all()
+    assert got.equal(want)
+
+
+
+def test_vllms_cascade_through_the_fork_is_upstream_bit_for_bit(modules):
+    from vllm.config import set_current_vllm_config
+
+    layer, upstream, fork = modules
+    with set_current_vllm_config(_config()):
+        batch = layer.make_batch(groups=[(24, 1024)], singles=0, own=(16, 300), heads=HEADS,
+                                 kv_heads=KV_HEADS, head=HEAD, seed=3)
+    shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
+    want, meta_up = layer.run_layer(upstream, _config(), batch, common_prefix_len=1024, **shape)
+    got, meta = layer.run_layer(fork, _config(), batch, common_prefix_len=1024, **shape)
+    assert meta_up.use_cascade and meta.use_cascade and meta.forest is None
+    assert got.equal(want)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_forest_on_is_within_flash_attentions_own_error(modules, seed):
+    from vllm.config import set_current_vllm_config
+
+    layer, upstream, fork = modules
+    with set_current_vllm_config(_config()):
+        batch = layer.make_batch(groups=GROUPS, singles=8, own=(16, 300), heads=HEADS,
+                                 kv_heads=KV_HEADS, head=HEAD, seed=seed)
+    shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
+    flash, _ = layer.run_layer(upstream, _config(), batch, **shape)
+    forest, meta = layer.run_layer(fork, _config(forest_cascade_attn_configs="{}"), batch, **shape)
+    assert meta.forest is not None and meta.forest.num_groups == len(GROUPS)
+    ref = layer.float32_reference(batch, head=HEAD)
+    flash_err = (flash.float() - ref).abs().max().item()
+    forest_err = (forest.float() - ref).abs().max().item()
+    print(f"seed {seed}: max |flash - fp32| = {flash_err:.3e}, max |forest - fp32| = {forest_err:.3e}, "
+          f"max |forest - flash| = {(forest.float() - flash.float()).abs().max().item():.3e}")
+    assert forest_err <= flash_err
+
+
+def _run(label: str, *args: str, timeout: int = 480) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
+    env.update(ARCTIC_INFERENCE_ENABLED="1", VLLM_ENABLE_V1_MULTIPROCESSING="0",
+               VLLM_USE_V2_MODEL_RUNNER="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    log = Path(os.environ.get("OUT", "/tmp")) / f"forest-{label}.log"
+    with open(log, "w") as handle:
+        proc = subprocess.run([sys.executable, str(SCENARIOS), *args], env=env, cwd=REPO,
+                              stdout=handle, stderr=subprocess.STDOUT, timeout=timeout)
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, f"{label} failed (rc {proc.returncode}); see {log}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_greedy_rollouts_match_flash_attn_as_well_as_it_matches_itself():
+    model = str(MODELS / "small-llama")
+    flash_a = _run("flash-a", "--model", model, "--config", "flash")
+    flash_b = _run("flash-b", "--model", model, "--config", "flash")
+    forest = _run("forest", "--model", model, "--config", "forest")
+    assert forest["forest_planned_steps"] > 0  # forest attention really ran
+    assert flash_a["forest_planned_steps"] == 0
+
+    def share(a, b):
+        same = sum(x == y for x, y in zip(a["outputs"], b["outputs"], strict=True))
+        return same / len(a["outputs"])
+
+    self_share, forest_share = share(flash_a, flash_b), share(flash_a, forest)
+    print(f"greedy identical: FLASH_ATTN vs itself {self_share:.3f}, forest vs FLASH_ATTN {forest_share:.3f}")
+    assert forest_share >= self_share
