@@ -7,12 +7,15 @@ this module only assembles them, so ``rebasekit --help`` lists exactly what exis
 from __future__ import annotations
 
 import importlib
+import os
 
 import typer
 
+from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP
+
 app = typer.Typer(
     name="rebasekit",
-    help="Keep a vLLM-patching plugin alive across vLLM releases.",
+    help="Keep a vLLM-patching plugin alive across vLLM releases.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -28,6 +31,13 @@ COMMAND_MODULES: list[str] = [
     "compare_pins",
     "runbook",
 ]
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1).")) -> None:
+    """Options common to every command."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
 
 
 def _register_all() -> None:
