@@ -15,7 +15,7 @@ from rich.console import Console
 from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, PatchBaseOpt, PluginOpt, emit, handle_errors
 from rebasekit.corpus.lock import build_lock, default_lock_path, dumps, lock_diff, project_root, read_lock
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, pin_from_pyproject
+from rebasekit.history.pins import PinSource, UnreadablePin, pin_from_pyproject
 from rebasekit.index import CodeIndex
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
@@ -28,7 +28,10 @@ def _pin_spec(corpus, vllm: str | None) -> str:
     if vllm:
         return vllm
     pyproject = project_root(corpus) / "pyproject.toml"
-    pin = pin_from_pyproject(pyproject.read_text(), PinSource()) if pyproject.is_file() else None
+    try:
+        pin = pin_from_pyproject(pyproject.read_text(encoding="utf-8"), PinSource()) if pyproject.is_file() else None
+    except (UnreadablePin, UnicodeDecodeError) as exc:
+        raise InputError(f"{pyproject} is not valid TOML ({exc})", hint="fix its syntax, or pass --vllm X.Y.Z") from None
     if not pin:
         raise InputError("no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",
                          hint="pass --vllm X.Y.Z (or a folder)")
