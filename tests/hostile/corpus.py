@@ -1,0 +1,159 @@
+"""The hostile-input corpus: bad inputs replayed against the real ``rebasekit`` process.
+
+One case is a small declarative :class:`Case`: a name, a ``setup`` function that builds
+its inputs in an empty folder (nothing binary is committed: every input is made by code),
+the command line, the exit code the contract promises, a substring the one-line message
+must contain, and the user files that must come out byte-identical. :func:`run_case`
+runs the CLI as a subprocess (so a crash cannot hide inside a test runner) and returns
+an :class:`Outcome` that says which promise, if any, was broken.
+
+Each case runs in its own folder ``work/`` with ``REBASEKIT_CACHE_DIR`` pointing at
+``cache/`` beside it: the cache is the one documented place rebasekit writes to besides
+the outputs a case names in ``may_change``; any other file created, changed or removed
+under the case folder is reported as lost data.
+
+To add cases: write a module ``tests/hostile/cases_<area>.py`` with a ``CASES`` list and
+add it to :data:`CASE_MODULES`. :mod:`synthetic` (next to this file) builds small plugins and
+upstream trees to start from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+CASE_MODULES = ["cases_contract"]
+# Runs the CLI without relying on ``python -m rebasekit`` (older trees have no __main__).
+LAUNCH = "import sys; from rebasekit.cli import app; sys.argv[0] = 'rebasekit'; app(prog_name='rebasekit')"
+TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input and what the contract promises for it."""
+
+    name: str
+    setup: Callable[[Path], None]  # builds the inputs under the (empty) work folder
+    argv: list[str]  # arguments after ``rebasekit``; "{work}" is replaced by the work folder
+    exit_code: int  # 0 clean, 1 findings, 2 bad input / incomplete, 3 internal error
+    message: str  # must appear in stdout+stderr (the problem or the fix, case-insensitive)
+    identical: tuple[str, ...] = ()  # work-relative files that must stay byte-identical
+    may_change: tuple[str, ...] = ()  # work-relative files the command may write
+    env: dict[str, str] = field(default_factory=dict)  # "{work}"/"{case}" are replaced
+
+
+@dataclass
+class Outcome:
+    case: Case
+    exit_code: int
+    output: str
+    changed: list[str]  # files changed outside the documented places
+    damaged: list[str]  # files of ``identical`` that changed
+
+    @property
+    def traceback(self) -> bool:
+        return "Traceback (most recent call last)" in self.output
+
+    @property
+    def message_found(self) -> bool:
+        """The message is there, however the console wrapped it."""
+        flat = " ".join(self.output.split()).lower()
+        return " ".join(self.case.message.split()).lower() in flat
+
+    @property
+    def lost_data(self) -> bool:
+        return bool(self.changed or self.damaged)
+
+    @property
+    def false_clean(self) -> bool:
+        """A result was reported (0 or 1) where the contract says "bad input / incomplete"."""
+        return self.case.exit_code >= 2 and self.exit_code in (0, 1)
+
+    @property
+    def verdict(self) -> str:
+        if self.lost_data:
+            return "lost data"
+        if self.traceback:
+            return "traceback"
+        if self.false_clean:
+            return "false clean"
+        if self.exit_code == self.case.exit_code and self.message_found:
+            return "clear error" if self.case.exit_code >= 2 else "right result"
+        return "wrong answer"
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.exit_code != self.case.exit_code:
+            out.append(f"exit {self.exit_code}, expected {self.case.exit_code}")
+        if not self.message_found:
+            out.append(f"message {self.case.message!r} not in the output")
+        if self.traceback:
+            out.append("a traceback was printed")
+        if self.changed:
+            out.append(f"files changed outside the documented places: {self.changed}")
+        if self.damaged:
+            out.append(f"user files not byte-identical: {self.damaged}")
+        return out
+
+
+def all_cases() -> list[Case]:
+    cases: list[Case] = []
+    for name in CASE_MODULES:
+        cases += importlib.import_module(name).CASES
+    names = [c.name for c in cases]
+    assert len(names) == len(set(names)), "case names must be unique"
+    return cases
+
+
+def _digests(root: Path, skip: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if skip in path.parents or path == skip or ".git" in path.relative_to(root).parts:
+            continue
+        if path.is_symlink() or not path.is_file():
+            out[path.relative_to(root).as_posix()] = "link" if path.is_symlink() else "dir"
+            continue
+        try:
+            out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            out[path.relative_to(root).as_posix()] = "unreadable"
+    return out
+
+
+def run_case(case: Case, folder: Path, rebasekit_root: Path = REPO) -> Outcome:
+    """Build ``case`` under ``folder`` and run the CLI on it from ``rebasekit_root``'s sources."""
+    work, cache = folder / "work", folder / "cache"
+    work.mkdir(parents=True)
+    case.setup(work)
+    before = _digests(folder, cache)
+    subst = {"{work}": str(work), "{case}": str(folder)}
+
+    def fill(text: str) -> str:
+        for key, value in subst.items():
+            text = text.replace(key, value)
+        return text
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REBASEKIT_", "COLUMNS"))}
+    env.update({"REBASEKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(rebasekit_root), "COLUMNS": "100",
+                "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update({k: fill(v) for k, v in case.env.items()})
+    try:
+        proc = subprocess.run([sys.executable, "-c", LAUNCH, *[fill(a) for a in case.argv]], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        code, output = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, output = -9, f"timed out after {TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}"
+    after = _digests(folder, cache)
+    allowed = set(case.may_change)
+    changed = sorted(p for p in set(before) | set(after)
+                     if before.get(p) != after.get(p) and p.removeprefix("work/") not in allowed)
+    damaged = sorted(p for p in case.identical if before.get(f"work/{p}") != after.get(f"work/{p}"))
+    return Outcome(case, code, output, changed, damaged)
