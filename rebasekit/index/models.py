@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-FACTS_FORMAT = 3
+FACTS_FORMAT = 4  # 4: modules in a newer grammar parse (rebasekit.pyparse) instead of syntax_error
 
 
 class ParamKind(str, enum.Enum):

@@ -47,6 +47,12 @@ def _new_syntax_upstream(work: Path) -> None:
     tree(work / "up2", changed=True, engine_prefix="type BatchList = list[int]\n\n\n")
 
 
+def _broken_upstream(work: Path) -> None:
+    project(work)
+    # no parser reads this: the module's definitions are unknown, so the scan is incomplete
+    tree(work / "up2", changed=True, engine_prefix="def broken(:\n    pass\n\n\n")
+
+
 def _findings_tree(work: Path) -> None:
     project(work)
     tree(work / "up2", changed=True)
@@ -125,6 +131,7 @@ CASES = [
     Case("select-unknown-code", _clean, [*SCAN_UP1, "--select", "RK9999"], 2, "known codes"),
     Case("ignore-unknown-code", _clean, [*SCAN_UP1, "--ignore", "XX1"], 2, "known codes"),
     Case("upstream-newer-grammar", _new_syntax_upstream, ["scan", "--vllm", "{work}/up2"], 1, "RK210"),
+    Case("upstream-unparsable-module", _broken_upstream, ["scan", "--vllm", "{work}/up2"], 2, "does not parse"),
     Case("report-names-plugin-and-trees", _clean, SCAN_UP1, 0, "myplug"),
     Case("record-not-utf8", _record_latin1,
          ["runbook", "--from", "{work}/up1", "--to", "{work}/up2", "--record", "results.json"], 2, "not UTF-8",
