@@ -7,11 +7,10 @@ this module only assembles them, so ``rebasekit --help`` lists exactly what exis
 from __future__ import annotations
 
 import importlib
-import os
 
 import typer
 
-from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP
+from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP, set_debug
 
 app = typer.Typer(
     name="rebasekit",
@@ -36,8 +35,7 @@ COMMAND_MODULES: list[str] = [
 @app.callback()
 def _options(debug: bool = typer.Option(False, "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1).")) -> None:
     """Options common to every command."""
-    if debug:
-        os.environ[DEBUG_ENV] = "1"
+    set_debug(debug)
 
 
 def _register_all() -> None:

@@ -42,8 +42,16 @@ def err_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+_DEBUG_OPTION = {"on": False}  # set by ``rebasekit --debug`` for the current invocation
+
+
+def set_debug(on: bool) -> None:
+    _DEBUG_OPTION["on"] = on
+
+
 def debug_enabled() -> bool:
-    return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """``--debug`` given, or ``REBASEKIT_DEBUG`` set to a true value: bugs re-raise."""
+    return _DEBUG_OPTION["on"] or os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def fail(message: str, hint: str | None, code: int) -> typer.Exit:

@@ -31,8 +31,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CASE_MODULES = ["cases_contract"]
-# Runs the CLI without relying on ``python -m rebasekit`` (older trees have no __main__).
-LAUNCH = "import sys; from rebasekit.cli import app; sys.argv[0] = 'rebasekit'; app(prog_name='rebasekit')"
+# Runs the CLI from the sources on PYTHONPATH (not ``python -m rebasekit``: older trees have
+# no __main__), after dropping the import redirection an editable install adds, which would
+# otherwise win over PYTHONPATH and run the installed checkout instead.
+LAUNCH = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Redirecting' not in type(f).__name__]; "
+          "from rebasekit.cli import app; sys.argv[0] = 'rebasekit'; app(prog_name='rebasekit')")
 TIMEOUT_S = 120
 
 

@@ -90,6 +90,7 @@ def test_sarif_2_1_0_structure():
         for rel in result.get("relatedLocations", []):
             assert isinstance(rel["id"], int) and rel["id"] >= -1
             _check_physical(rel["physicalLocation"], set(bases))
+            assert rel["physicalLocation"]["artifactLocation"]["uriBaseId"] in bases  # declared
             _check_message(rel["message"])
         assert isinstance(result.get("properties", {}), dict)
     # one result per JSON finding, same codes in the same order
