@@ -51,3 +51,17 @@ def patch_base_problems(corpus: PluginCorpus) -> list[Degradation]:
 
 def unique(items: Iterable[Degradation]) -> list[Degradation]:
     return list(dict.fromkeys(items))
+
+
+def of_inputs(corpus: PluginCorpus | None = None, indexes: Iterable[Any] = ()) -> list[Degradation]:
+    """Everything the loaders and parsers of ``corpus`` and ``indexes`` could not read.
+
+    Call it after the analysis ran: upstream modules are parsed lazily, only when needed.
+    """
+    indexes = [i for i in indexes if i is not None]
+    found = recorded(corpus, *[i.tree for i in indexes], *indexes)
+    if corpus is not None:
+        found += patch_base_problems(corpus)
+    for index in indexes:
+        found += unparsed_modules(index)
+    return unique(found)

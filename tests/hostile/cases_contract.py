@@ -29,6 +29,15 @@ def _with_lock(text: object):
     return setup
 
 
+OFFLINE = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
+           "PIP_CONFIG_FILE": "/dev/null"}
+
+
+def _lock_pin_unreachable(work: Path) -> None:
+    _findings_tree(work)
+    lock(work, {"schema": 1, "upstream": {"package": "vllm", "version": "1.0.0"}})
+
+
 def _broken_pyproject(work: Path) -> None:
     project(work, pyproject=PYPROJECT.replace("[tool.rebasekit]", "[tool.rebasekit"))
     tree(work / "up1")
@@ -123,6 +132,8 @@ CASES = [
          identical=("myplug/engine_patch.py", "rebasekit.lock.json")),
     Case("lock-upstream-empty-verify", _with_lock({"schema": 1, "upstream": {}}),
          ["corpus", "verify", "--vllm", "{work}/up1"], 2, "regenerate it", identical=("rebasekit.lock.json",)),
+    Case("lock-pin-unreachable-offline", _lock_pin_unreachable, ["scan", "--vllm", "{work}/up2"], 2,
+         "drift since the pin was not checked", env=OFFLINE),
     Case("lock-incomplete-json-field", _with_lock("{"), [*SCAN_UP1, "--json"], 2, '"complete": false'),
     Case("lock-incomplete-allowed", _with_lock("{"), [*SCAN_UP1, INCOMPLETE], 0, "warning:"),
     Case("pyproject-toml-typo", _broken_pyproject, SCAN_UP1, 2, "not valid TOML", identical=("pyproject.toml",)),
