@@ -5,8 +5,8 @@
 
 The tally counts, over every case: inputs tried, clear errors (the promised exit code
 and message for a bad input), right results (the promised clean/findings answer),
-tracebacks, false cleans (a result, 0 or 1, where the contract says bad input or
-incomplete), lost data (a user file changed or a file written outside the documented
+tracebacks, false cleans ("clean" where findings were due, or a result, 0 or 1, where
+the contract says bad input or incomplete), lost data (a user file changed or a file written outside the documented
 places) and wrong answers (anything else). Results are recorded in RESULTS.md.
 """
 

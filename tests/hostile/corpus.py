@@ -77,8 +77,11 @@ class Outcome:
 
     @property
     def false_clean(self) -> bool:
-        """A result was reported (0 or 1) where the contract says "bad input / incomplete"."""
-        return self.case.exit_code >= 2 and self.exit_code in (0, 1)
+        """"Clean" where findings were due, or a result (0 or 1) where the contract says
+        "bad input / incomplete": either way a CI gate passes on an answer that is not true."""
+        if self.case.exit_code >= 2:
+            return self.exit_code in (0, 1)
+        return self.exit_code == 0 and self.case.exit_code == 1
 
     @property
     def verdict(self) -> str:
