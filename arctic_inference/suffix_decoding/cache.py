@@ -11,7 +11,6 @@ number of accepted tokens.
 from __future__ import annotations
 
 import atexit
-import os
 import weakref
 from dataclasses import dataclass
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from collections.abc import Hashable
 from itertools import count
 from typing import Any
 
+from arctic_inference import envs
 from arctic_inference.suffix_decoding import _C
 from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
 from arctic_inference.suffix_decoding.policy import policy_from_env
@@ -73,10 +73,15 @@ class SlipRecovery:
 
     @classmethod
     def from_env(cls, environ=None) -> "SlipRecovery | None":
-        """ARCTIC_INFERENCE_SUFFIX_RECOVER: unset/0 = off, 1 = defaults, or
-        comma-separated key=value overrides (e.g. ``weight=0.5,skips=1+2``)."""
-        env = os.environ if environ is None else environ
-        raw = env.get("ARCTIC_INFERENCE_SUFFIX_RECOVER", "0").strip().lower()
+        """The settings ARCTIC_INFERENCE_SUFFIX_RECOVER asks for (see ``parse``);
+        a bad value raises ``ValueError`` naming the variable."""
+        return cls.parse(envs.read(envs.SUFFIX_RECOVER, environ))
+
+    @classmethod
+    def parse(cls, text: str) -> "SlipRecovery | None":
+        """``0``/off = None, ``1``/on = defaults, or comma-separated key=value
+        overrides (e.g. ``weight=0.5,skips=1+2``)."""
+        raw = text.strip().lower()
         if raw in ("", "0", "off", "false", "no"):
             return None
         if raw in ("1", "on", "true", "yes"):
@@ -85,18 +90,23 @@ class SlipRecovery:
         for item in raw.split(","):
             key, _, val = item.partition("=")
             key = key.strip()
-            if key == "skips":
-                kw[key] = tuple(int(v) for v in val.split("+"))
-            elif key == "weight":
-                kw[key] = float(val)
-            elif key in ("max_tail", "anchor_len", "min_anchor"):
-                kw[key] = int(val)
-            else:
-                raise ValueError(f"unknown ARCTIC_INFERENCE_SUFFIX_RECOVER key {key!r}")
+            try:
+                if key == "skips":
+                    kw[key] = tuple(int(v) for v in val.split("+"))
+                elif key == "weight":
+                    kw[key] = float(val)
+                elif key in ("max_tail", "anchor_len", "min_anchor"):
+                    kw[key] = int(val)
+                else:
+                    raise KeyError(key)
+            except KeyError:
+                raise ValueError(f"unknown ARCTIC_INFERENCE_SUFFIX_RECOVER key {key!r}") from None
+            except ValueError:
+                raise ValueError(f"{key}={val.strip()!r} is not a number") from None
         return cls(**kw)
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.weight <= 1.0:
+        if not 0.0 < self.weight <= 1.0:  # also refuses nan
             raise ValueError(f"weight must be in (0, 1], got {self.weight}")
         if self.max_tail < 0 or self.min_anchor < 1 or self.anchor_len < self.min_anchor:
             raise ValueError("need max_tail >= 0 and 1 <= min_anchor <= anchor_len")

@@ -20,9 +20,9 @@ Below ``busy_batch_size`` active requests it only keeps statistics.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
+from arctic_inference import envs
 from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
 
 
@@ -314,7 +314,7 @@ class NeverDraft:
         return SuffixDecodingDraft(source=draft.source, match_len=draft.match_len)
 
 
-POLICIES = ("cost", "legacy", "off", "nodraft")
+POLICIES = envs.SUFFIX_POLICIES
 
 
 def policy_from_env(environ=None):
@@ -324,25 +324,22 @@ def policy_from_env(environ=None):
     ARCTIC_INFERENCE_SUFFIX_BACKOFF=0 is an older spelling of "off";
     ARCTIC_INFERENCE_SUFFIX_TOKEN_COST: the cost policy's r (default 0.01);
     ARCTIC_INFERENCE_SUFFIX_LONE_FACTOR: its lone_spec_factor (default 4).
+    Types, ranges and defaults are those of ``arctic_inference.envs.SETTINGS``;
+    a bad value raises ``ValueError`` naming the variable.
     """
-    env = os.environ if environ is None else environ
     # Default "off" (raw tree drafts with vLLM's parameters): on the H200 sweep
     # of 2026-11-30 it beat the cost policy in every phase (a: x2.94 vs x2.30,
     # b: x0.97 both, c: x1.57 vs x1.52) and it spends the least CPU per step.
-    name = env.get("ARCTIC_INFERENCE_SUFFIX_POLICY", "off").strip().lower()
-    if env.get("ARCTIC_INFERENCE_SUFFIX_BACKOFF", "1") == "0":
+    name = envs.read(envs.SUFFIX_POLICY, environ)
+    if not envs.read(envs.SUFFIX_BACKOFF, environ):
         name = "off"
-    if name not in POLICIES:
-        raise ValueError(f"ARCTIC_INFERENCE_SUFFIX_POLICY must be one of {POLICIES}, got {name!r}")
     if name == "off":
         return None
     if name == "legacy":
         return LoadAwareBackoff()
     if name == "nodraft":
         return NeverDraft()
-    kw = {}
-    if env.get("ARCTIC_INFERENCE_SUFFIX_TOKEN_COST"):
-        kw["token_cost"] = float(env["ARCTIC_INFERENCE_SUFFIX_TOKEN_COST"])
-    if env.get("ARCTIC_INFERENCE_SUFFIX_LONE_FACTOR"):
-        kw["lone_spec_factor"] = float(env["ARCTIC_INFERENCE_SUFFIX_LONE_FACTOR"])
-    return CostAwarePolicy(**kw)
+    return CostAwarePolicy(
+        token_cost=envs.read(envs.SUFFIX_TOKEN_COST, environ),
+        lone_spec_factor=envs.read(envs.SUFFIX_LONE_FACTOR, environ),
+    )

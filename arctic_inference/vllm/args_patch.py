@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from vllm.engine.arg_utils import EngineArgs
@@ -22,7 +23,12 @@ ARG_GROUP_TITLE = "ArcticInference"
 def _add_arg(group: argparse._ArgumentGroup, arg: ArcticArg) -> None:
     # SUPPRESS keeps an absent flag out of the namespace, so env and
     # additional_config still apply and help shows only our own default text.
-    shown = f"(default: {arg.default}" + (f"; env: {arg.env})" if arg.env else ")")
+    ranged = arg.minimum is not None or arg.maximum is not None
+    shown = (
+        f"(default: {arg.default}"
+        + (f"; valid: {arg.valid_values()}" if ranged else "")
+        + (f"; env: {arg.env})" if arg.env else ")")
+    )
     if arg.type is bool:
         group.add_argument(
             arg.flag,
@@ -35,11 +41,24 @@ def _add_arg(group: argparse._ArgumentGroup, arg: ArcticArg) -> None:
         group.add_argument(
             arg.flag,
             dest=arg.name,
-            type=arg.type,
+            type=_cli_type(arg),
             choices=arg.choices,
             default=argparse.SUPPRESS,
             help=f"{arg.help} {shown}",
         )
+
+
+def _cli_type(arg: ArcticArg) -> Callable[[str], Any]:
+    """argparse ``type=`` for ``arg``: full validation, reported as a usage error."""
+
+    def parse(text: str) -> Any:
+        try:
+            return arg.convert(text, source=arg.flag)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parse.__name__ = arg.type.__name__  # argparse names the type in some messages
+    return parse
 
 
 def group_description(args: list[ArcticArg]) -> str:
@@ -119,5 +138,20 @@ class EngineArgsPatch(ArcticPatch[EngineArgs]):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def create_engine_config(self, *args: Any, **kwargs: Any) -> Any:
+        additional = self.additional_config
+        if additional is not None and not isinstance(additional, Mapping):
+            # Not a dict (e.g. --additional-config '{bad json' arrives as a
+            # str): vLLM's own VllmConfig validation rejects it, with the error
+            # stock vLLM gives; whatever vLLM would accept but holds no Arctic
+            # section (a SupportsHash object) is refused here by name.
+            if hasattr(additional, "compute_hash"):
+                raise ValueError(
+                    "additional_config is a "
+                    f"{type(additional).__name__} object, but the Arctic Inference "
+                    "plugin keeps its options in additional_config and needs a dict "
+                    '(e.g. {"arctic": {...}}); pass a dict or unset '
+                    "ARCTIC_INFERENCE_ENABLED."
+                )
+            return EngineArgsPatch._orig_create_engine_config(self, *args, **kwargs)
         land_arctic_values(self)
         return EngineArgsPatch._orig_create_engine_config(self, *args, **kwargs)

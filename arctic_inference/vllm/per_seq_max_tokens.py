@@ -23,7 +23,8 @@ Where (vLLM 0.26.0):
 * ``SamplingParams._verify_args`` — validates the list when the params are
   built, so a bad list fails at ``SamplingParams(...)`` already.
 * ``InputProcessor.process_inputs`` — validates again on the engine's own
-  clone (params built before the plugin loaded were never checked) and sets
+  clone (params built before the plugin loaded were never checked), now with
+  every entry bounded by the engine's ``max_model_len``, and sets
   ``max_tokens = max(lengths)``; this runs when the request is added, before
   anything reaches the engine core.
 * ``ParentRequest._get_child_sampling_params`` — builds each child with its
@@ -60,6 +61,7 @@ from arctic_inference.vllm.rl_args import PER_SEQ_MAX_TOKENS, per_seq_max_tokens
 
 __all__ = [
     "MAX_TOKENS_PER_SEQ_KEY",
+    "MAX_TOKENS_PER_SEQ_LIMIT",
     "InputProcessorPerSeqPatch",
     "ParentRequestPerSeqPatch",
     "SamplingParamsPerSeqPatch",
@@ -69,16 +71,28 @@ __all__ = [
 ]
 
 MAX_TOKENS_PER_SEQ_KEY = "arctic_max_tokens_per_seq"
+# Upper bound of one entry where no model config is at hand (SamplingParams):
+# the largest int32, far above any context length; the engine then checks
+# against its own max_model_len.
+MAX_TOKENS_PER_SEQ_LIMIT = 2**31 - 1
 
 # vLLM's logger class, for warning_once; named under vllm.* like get_logger.
 logger = init_logger("vllm.arctic_inference.per_seq_max_tokens")
 
 
 def validate_per_seq_max_tokens(
-    lengths: Any, *, n: int, min_tokens: int = 0
+    lengths: Any,
+    *,
+    n: int,
+    min_tokens: int = 0,
+    limit: int = MAX_TOKENS_PER_SEQ_LIMIT,
+    limit_name: str = "the per-sample cap",
 ) -> list[int]:
     """Check a per-sample length list against ``n``; return it as ``list[int]``.
 
+    Every entry must be in ``[max(min_tokens, 1), limit]``: the engine passes
+    ``limit = max_model_len`` (no sample can outgrow the model's context);
+    without a config the documented cap ``MAX_TOKENS_PER_SEQ_LIMIT`` applies.
     Raises ``ValueError`` naming the problem and how to fix it.
     """
     key = f"extra_args[{MAX_TOKENS_PER_SEQ_KEY!r}]"
@@ -108,16 +122,32 @@ def validate_per_seq_max_tokens(
             f"{key} has a length {min(lengths)} below min_tokens={min_tokens}; "
             "lower min_tokens or raise that sample's length."
         )
+    too_long = [(i, v) for i, v in enumerate(lengths) if v > limit]
+    if too_long:
+        shown = ", ".join(f"[{i}]={v!r}" for i, v in too_long[:5])
+        raise ValueError(
+            f"{key} entries must be at most {limit} ({limit_name}); too long: "
+            f"{shown}. Lower those samples' lengths."
+        )
     return [int(v) for v in lengths]
 
 
-def per_seq_max_tokens(params: SamplingParams) -> list[int] | None:
-    """The validated per-sample lengths of ``params``, or None if not requested."""
+def per_seq_max_tokens(
+    params: SamplingParams, max_model_len: int | None = None
+) -> list[int] | None:
+    """The validated per-sample lengths of ``params``, or None if not requested.
+
+    ``max_model_len`` (the engine's) bounds each entry; without it the
+    documented cap ``MAX_TOKENS_PER_SEQ_LIMIT`` does.
+    """
     extra = params.extra_args
     if not extra or MAX_TOKENS_PER_SEQ_KEY not in extra:
         return None
+    bound = {}
+    if max_model_len is not None:
+        bound = {"limit": max_model_len, "limit_name": "the model's max_model_len"}
     return validate_per_seq_max_tokens(
-        extra[MAX_TOKENS_PER_SEQ_KEY], n=params.n, min_tokens=params.min_tokens
+        extra[MAX_TOKENS_PER_SEQ_KEY], n=params.n, min_tokens=params.min_tokens, **bound
     )
 
 
@@ -176,7 +206,7 @@ class InputProcessorPerSeqPatch(ArcticPatch[InputProcessor]):
                 k: v for k, v in params.extra_args.items() if k != MAX_TOKENS_PER_SEQ_KEY
             } or None
             return request
-        lengths = per_seq_max_tokens(params)
+        lengths = per_seq_max_tokens(params, self.model_config.max_model_len)
         assert lengths is not None
         params.max_tokens = max(lengths)
         return request

@@ -4,17 +4,22 @@ vLLM calls :func:`arctic_inference_plugin` in every process it starts (front
 end, engine core, workers) and possibly several times per process. The steps,
 in order:
 
-a. do nothing unless ``ARCTIC_INFERENCE_ENABLED=1``;
-b. require the CUDA platform (``ARCTIC_INFERENCE_SKIP_PLATFORM_CHECK=1`` skips);
-c. require the pinned vLLM version ``VLLM_PATCH_VERSION``
+a. do nothing unless ``ARCTIC_INFERENCE_ENABLED=1`` (a set variable that is
+   a near miss of that name is logged, since nothing else would notice it);
+b. validate every ``ARCTIC_*`` setting (:func:`arctic_inference.envs.validate_environment`):
+   a bad value stops start-up with an error naming the variable;
+c. require the CUDA platform (``ARCTIC_INFERENCE_SKIP_PLATFORM_CHECK=1`` skips);
+d. require the pinned vLLM version ``VLLM_PATCH_VERSION``
    (``ARCTIC_INFERENCE_SKIP_VERSION_CHECK=1`` skips);
-d. force the V1 model runner (see :mod:`arctic_inference.vllm.runner_choice`);
-e. register every feature's Arctic args, then apply the engine-side patch set
+e. force the V1 model runner (see :mod:`arctic_inference.vllm.runner_choice`);
+f. register every feature's Arctic args (their env variables are validated
+   too; set ``ARCTIC_*`` variables nothing reads are logged with a
+   did-you-mean), then apply the engine-side patch set
    (:data:`arctic_inference.vllm.patch_set.ENGINE_FEATURES`, in list order).
    Worker-side features are applied later, inside each worker
    (:mod:`arctic_inference.vllm.worker_hook`).
 
-Steps b-e run once per process. This module imports nothing heavy at import
+Steps b-f run once per process. This module imports nothing heavy at import
 time: vLLM swallows (and only logs) an import error of a plugin module, which
 would silently bypass every patch, so all real work happens inside the call.
 """
@@ -29,6 +34,7 @@ VLLM_PATCH_VERSION = "0.26.0"
 
 _lock = threading.Lock()
 _loaded = False
+_near_miss_warned = False
 
 
 def arctic_inference_plugin() -> None:
@@ -49,25 +55,49 @@ def load_plugin(*, target_version: str = VLLM_PATCH_VERSION) -> bool:
     """
     global _loaded
     if not envs.enabled():
+        warn_near_miss_of_enabled()
         return False
     with _lock:
         if _loaded:
             return True
+        envs.validate_environment()
         check_platform()
         check_version(target_version)
 
         from arctic_inference.utils import get_logger
+        from arctic_inference.vllm.args import registered_args
         from arctic_inference.vllm.patch_set import apply_side, register_feature_args
         from arctic_inference.vllm.runner_choice import force_v1_model_runner
 
         force_v1_model_runner()
         register_feature_args()
+        for line in envs.validate_environment(registered_args()):
+            get_logger(__name__).warning("%s", line)
         features = apply_side("engine")
         _loaded = True
         get_logger(__name__).debug(
             "Arctic Inference engine-side features applied: %s", ", ".join(features)
         )
         return True
+
+
+def warn_near_miss_of_enabled() -> None:
+    """Log (once per process) a set variable that looks like a misspelt
+    ``ARCTIC_INFERENCE_ENABLED``."""
+    import difflib
+    import os
+
+    global _near_miss_warned
+    if _near_miss_warned:
+        return
+    _near_miss_warned = True
+    for name in os.environ:
+        if name != envs.ENABLED and difflib.get_close_matches(name, [envs.ENABLED], cutoff=0.9):
+            from arctic_inference.utils import get_logger
+
+            get_logger(__name__).warning(
+                "%s; Arctic Inference stays off.", envs.unknown_variable_message(name, [envs.ENABLED])
+            )
 
 
 def check_platform() -> None:

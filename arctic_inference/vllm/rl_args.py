@@ -1,4 +1,4 @@
-"""Knobs of the RL and memory features (issue 7), defined without importing vLLM.
+"""Knobs of the RL and memory features, defined without importing vLLM.
 
 ``patch_set`` imports this module at plugin load to register the flags, so it
 must stay light; the feature modules import it for their runtime gates.

@@ -1,4 +1,4 @@
-"""One vLLM engine per process for the RL / memory GPU checks (issue 7).
+"""One vLLM engine per process for the RL / memory GPU checks.
 
 Usage (the Arctic knobs come from the environment, as a worker would inherit
 them; test_rl_gpu.py sets them per run):

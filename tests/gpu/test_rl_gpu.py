@@ -1,4 +1,4 @@
-"""GPU checks of the RL / memory features (issue 7) on real vLLM 0.26.0 engines.
+"""GPU checks of the RL / memory features on real vLLM 0.26.0 engines.
 
 Each engine runs in its own subprocess (tests/gpu/rl_gpu_scenarios.py) with
 its knobs in the environment. The four fp32 engines are small and run side by

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 from typing import Any
 
@@ -157,14 +158,49 @@ def scenario_paths() -> dict[str, Any]:
     return report
 
 
+def scenario_serve_configs() -> dict[str, Any]:
+    """`vllm serve MODEL --additional-config TEXT` through vLLM's own CLI main,
+    once per TEXT (argv[3] is a JSON list of them); reports what each raised.
+
+    Every TEXT here is refused while the config is built, before any engine
+    process starts, so nothing but the API server's socket is set up. A TEXT
+    the plugin wrongly accepted would go on to start an engine core, which
+    fails on a GPU-less machine; that error is what gets reported then.
+    """
+    from vllm.entrypoints.cli.main import main as vllm_main
+
+    from arctic_inference.vllm import plugin
+
+    model, texts = sys.argv[2], json.loads(sys.argv[3])
+    errors = []
+    for text in texts:
+        argv, sys.argv = sys.argv, [
+            "vllm", "serve", model, "--skip-tokenizer-init", "--port", "0",
+            "--additional-config", text,
+        ]
+        try:
+            vllm_main()
+            errors.append({"type": None, "message": "no error"})
+        except Exception as err:  # the error a user of vllm serve sees
+            kind = type(err)
+            errors.append({"type": f"{kind.__module__}.{kind.__qualname__}", "message": str(err)})
+        finally:
+            sys.argv = argv
+    return {"loaded": plugin.is_loaded(), "errors": errors}
+
+
 SCENARIOS = {
     "entry_point": scenario_entry_point,
     "mismatch_skip": scenario_mismatch_skip,
     "modules": scenario_modules,
     "paths": scenario_paths,
+    "serve_configs": scenario_serve_configs,
 }
 
 if __name__ == "__main__":
     select_cpu_platform()
     result = SCENARIOS[sys.argv[1]]()
-    print("\n" + json.dumps(result, default=repr))
+    # Straight to the file descriptor: vLLM's CLI main prefixes what goes
+    # through sys.stdout with the process name.
+    sys.stdout.flush()
+    os.write(1, ("\n" + json.dumps(result, default=repr) + "\n").encode())

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
 
+from vllm.config import DeviceConfig, VllmConfig  # noqa: E402
 from vllm.engine.arg_utils import AsyncEngineArgs, EngineArgs  # noqa: E402
 from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
 
@@ -132,6 +133,37 @@ def test_bad_cli_value_is_an_argparse_error(test_args: None, capsys: pytest.Capt
     assert "--arctic-test-knob" in capsys.readouterr().err
 
 
+def test_out_of_range_cli_value_is_an_argparse_error_naming_the_range(
+    patched_engine_args: None, capsys: pytest.CaptureFixture
+) -> None:
+    ratio = ArcticArg(name="arctic_test_ratio", type=float, default=0.5, help="x", minimum=0.0, maximum=1.0)
+    register_arctic_arg(ratio)
+    try:
+        for text, problem in (("nan", "is not valid"), ("1.5", "is out of range"), ("-0.1", "is out of range")):
+            with pytest.raises(SystemExit):
+                parse(["--model", "m", f"--arctic-test-ratio={text}"])  # "-0.1" alone reads as a flag
+            err = " ".join(capsys.readouterr().err.split())
+            assert f"--arctic-test-ratio={text!r} {problem}: expected a finite number >= 0.0 and <= 1.0." in err
+        assert parse(["--model", "m", "--arctic-test-ratio", "1"]).arctic_test_ratio == 1.0
+    finally:
+        unregister_arctic_arg(ratio.name)
+
+
+def test_additional_config_object_without_a_dict_is_refused_before_vllm_builds(
+    patched_engine_args: None,
+) -> None:
+    """vLLM also accepts an object with compute_hash() as additional_config; it
+    has no room for Arctic values, so the plugin refuses it by name."""
+
+    class Hashable:
+        def compute_hash(self) -> str:
+            return "h"
+
+    engine_args = EngineArgs(model="m", additional_config=Hashable())
+    with pytest.raises(ValueError, match="additional_config is a Hashable object.*needs a dict"):
+        engine_args.create_engine_config()
+
+
 def test_backfill_for_engine_args_built_before_the_plugin(
     test_args: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,11 +192,14 @@ def test_values_land_in_additional_config_and_env(test_args: None) -> None:
     assert engine_args.arctic_test_knob == 6
 
 
-def test_worker_side_reads_values_from_a_config(test_args: None) -> None:
-    class ConfigLike:
-        additional_config = {"arctic": {"arctic_test_knob": 11, "arctic_test_switch": True}}
+def cpu_config(additional_config: dict) -> VllmConfig:
+    """A real VllmConfig (no model: vLLM builds one without) on the CPU device."""
+    return VllmConfig(device_config=DeviceConfig(device="cpu"), additional_config=additional_config)
 
-    assert pick(arctic_values(ConfigLike())) == {
+
+def test_worker_side_reads_values_from_a_config(test_args: None) -> None:
+    config = cpu_config({"arctic": {"arctic_test_knob": 11, "arctic_test_switch": True}})
+    assert pick(arctic_values(config)) == {
         "arctic_test_knob": 11,
         "arctic_test_switch": True,
     }
@@ -173,13 +208,13 @@ def test_worker_side_reads_values_from_a_config(test_args: None) -> None:
 
 def test_bad_values_name_their_source(test_args: None, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match=r"unknown key\(s\) arctic_typo.*arctic_test_knob"):
-        arctic_values(type("C", (), {"additional_config": {"arctic": {"arctic_typo": 1}}})())
+        arctic_values(cpu_config({"arctic": {"arctic_typo": 1}}))
     monkeypatch.setenv("ARCTIC_TEST_SWITCH", "perhaps")
-    with pytest.raises(ValueError, match="env ARCTIC_TEST_SWITCH.*not a boolean"):
+    with pytest.raises(ValueError, match="ARCTIC_TEST_SWITCH='perhaps' is not a boolean"):
         arctic_values(None)
     monkeypatch.delenv("ARCTIC_TEST_SWITCH")
     monkeypatch.setenv("ARCTIC_TEST_KNOB", "x")
-    with pytest.raises(ValueError, match="env ARCTIC_TEST_KNOB.*expected int"):
+    with pytest.raises(ValueError, match="ARCTIC_TEST_KNOB='x' is not valid: expected an integer"):
         arctic_values(None)
 
 

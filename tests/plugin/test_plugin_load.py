@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,11 @@ def run_probe(scenario: str, *extra: str, env: dict[str, str]) -> tuple[dict[str
 
 @pytest.fixture(scope="module")
 def entry_point_run() -> tuple[dict[str, Any], str]:
-    return run_probe("entry_point", env={"VLLM_USE_V2_MODEL_RUNNER": "1"})
+    # A misspelt setting too: the load must say that nothing reads it.
+    return run_probe(
+        "entry_point",
+        env={"VLLM_USE_V2_MODEL_RUNNER": "1", "ARCTIC_INFERENCE_SUFIX_POLICY": "cost"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +139,10 @@ def test_entry_point_loads_once_and_forces_v1(entry_point_run: tuple[dict, str])
     assert again["patches"] == first["patches"], "a second plugin call must not re-patch"
     assert first["v2_env"] == "0" and first["v2_vllm_envs"] is False
     assert "VLLM_USE_V2_MODEL_RUNNER=1 was set" in output  # the user is told
+    assert (
+        "ARCTIC_INFERENCE_SUFIX_POLICY is set but Arctic Inference does not read it; "
+        "did you mean ARCTIC_INFERENCE_SUFFIX_POLICY?" in output
+    )
 
 
 def test_bad_enable_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,3 +209,62 @@ def test_front_end_plugin_load_imports_no_worker_modules() -> None:
     assert vanilla["present"] == [], "vanilla vLLM changed; revisit this baseline"
     assert arctic["present"] == vanilla["present"]
     print("modules after plugin load: vanilla", vanilla["module_count"], "arctic", arctic["module_count"])
+
+
+# --- vllm serve --additional-config: refused the way vLLM refuses its own config ---
+
+BAD_JSON = "{bad json"
+# text given to --additional-config -> (error type, regex the message must match)
+SERVE_REFUSALS = {
+    BAD_JSON: ("pydantic_core._pydantic_core.ValidationError", r"validation errors? for VllmConfig\nadditional_config"),
+    '{"arctic": null}': ("builtins.ValueError", r'additional_config\["arctic"\] must be a mapping .* got NoneType None'),
+    '{"arctic": []}': ("builtins.ValueError", r'additional_config\["arctic"\] must be a mapping .* got list \[\]'),
+    '{"arctic": 0}': ("builtins.ValueError", r'additional_config\["arctic"\] must be a mapping .* got int 0'),
+    '{"artic": {"fp32_lm_head": true}}': ("builtins.ValueError", r"top-level key 'artic'; did you mean \"arctic\"\?"),
+    '{"arctic": {"fp32_lm_hed": true}}': (
+        "builtins.ValueError",
+        r"unknown key\(s\) fp32_lm_hed; registered Arctic args: .*fp32_lm_head.* Did you mean: 'fp32_lm_hed' -> 'fp32_lm_head'\?",
+    ),
+    '{"arctic": {"fp32_lm_head": "maybe"}}': (
+        "builtins.ValueError",
+        r"""additional_config\["arctic"\]\["fp32_lm_head"\]='maybe' is not a boolean""",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    model = tmp_path_factory.mktemp("tiny-llama-serve")
+    (model / "config.json").write_text(json.dumps(TINY_LLAMA_CONFIG))
+    return str(model)
+
+
+def serve_errors(model: str, texts: list[str], env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    report, _ = run_probe("serve_configs", model, json.dumps(texts), env=env)
+    assert report["loaded"] is (env.get(envs.ENABLED, "1") == "1")
+    return dict(zip(texts, report["errors"], strict=True))
+
+
+@pytest.fixture(scope="module")
+def plugin_serve_errors(tiny_model: str) -> dict[str, dict[str, Any]]:
+    return serve_errors(tiny_model, list(SERVE_REFUSALS), env={})
+
+
+@pytest.mark.parametrize("text", list(SERVE_REFUSALS))
+def test_serve_refuses_a_bad_additional_config_by_name(
+    plugin_serve_errors: dict[str, dict[str, Any]], text: str
+) -> None:
+    """Each bad --additional-config stops `vllm serve` with an error of the kind vLLM
+    users see for their config, naming the problem (never an AttributeError)."""
+    kind, pattern = SERVE_REFUSALS[text]
+    error = plugin_serve_errors[text]
+    assert error["type"] == kind, error
+    assert re.search(pattern, error["message"]), error["message"]
+
+
+def test_serve_bad_json_error_is_stock_vllms_own(
+    plugin_serve_errors: dict[str, dict[str, Any]], tiny_model: str
+) -> None:
+    stock = serve_errors(tiny_model, [BAD_JSON], env={envs.ENABLED: "0"})[BAD_JSON]
+    assert stock["type"] == "pydantic_core._pydantic_core.ValidationError"
+    assert plugin_serve_errors[BAD_JSON] == stock

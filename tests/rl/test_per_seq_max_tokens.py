@@ -182,6 +182,8 @@ def test_engine_core_stops_each_child_at_its_length(knob_on, input_processor):
         (2, [True, 3], r"invalid: \[0\]=True"),
         (2, "12", "must be a list of n=2 positive ints"),
         (2, 5, "must be a list of n=2 positive ints"),
+        (2, [4, 10**30], r"at most 2147483647 \(the per-sample cap\); too long: \[1\]=1000000000000000000000000000000"),
+        (1, [2**31], r"at most 2147483647 .*too long: \[0\]=2147483648"),
     ],
 )
 def test_bad_lists_are_rejected_with_the_fix(knob_on, n, value, message):
@@ -215,3 +217,22 @@ def test_bad_list_fails_when_the_request_is_added(knob_on, input_processor):
             "bad", {"type": "token", "prompt_token_ids": [1]}, params,
             supported_tasks=("generate",),
         )
+
+
+def test_length_beyond_max_model_len_fails_when_the_request_is_added(knob_on, input_processor):
+    """With the engine's config at hand the bound is its max_model_len (256 here):
+    no sample can generate more, so a longer replay length is refused by name."""
+    from vllm import SamplingParams
+
+    assert input_processor.model_config.max_model_len == 256
+    params = SamplingParams(n=2, extra_args={KEY: [256, 257]})
+    with pytest.raises(ValueError, match=r"at most 256 \(the model's max_model_len\); too long: \[1\]=257"):
+        input_processor.process_inputs(
+            "long", {"type": "token", "prompt_token_ids": [1]}, params,
+            supported_tasks=("generate",),
+        )
+    ok = SamplingParams(n=2, extra_args={KEY: [256, 3]})
+    request = input_processor.process_inputs(
+        "fits", {"type": "token", "prompt_token_ids": [1]}, ok, supported_tasks=("generate",)
+    )
+    assert request.sampling_params.max_tokens == 256

@@ -93,6 +93,38 @@ def test_lru_eviction_keeps_the_most_recent_responses():
     assert c.global_tree.count([7]) == 0
 
 
+def test_eviction_spares_the_response_of_a_request_still_active():
+    """A full cache evicts the oldest *finished* response, even when an active
+    request's response is older: that one is still being written and drafted from."""
+    c = make(max_cached_requests=2)
+    c.start_request("long", [1])  # the oldest entry; stays active throughout
+    c.add_active_response("long", [10, 11, 12])
+    c.start_request("done", [2])
+    c.add_active_response("done", [20, 21])
+    c.stop_request("done")
+    assert list(c.cached_requests) == ["long", "done"]  # "long" is the least recent
+
+    c.start_request("new", [3])  # full: one response must go
+
+    assert list(c.cached_requests) == ["long", "new"]
+    assert c.global_tree.count([10, 11, 12]) == 1, "the active request's response was evicted"
+    assert c.global_tree.count([20, 21]) == 0
+    c.add_active_response("long", [13])  # its global sequence keeps growing
+    assert c.global_tree.count([11, 12, 13]) == 1
+    assert c.speculate("new", [10, 11], 2, max_spec_factor=2).token_ids == [12, 13]
+
+
+def test_eviction_falls_back_to_the_oldest_active_response_when_all_are_active():
+    c = make(max_cached_requests=1)
+    c.start_request("a", [1])
+    c.add_active_response("a", [10, 11])
+    c.start_request("b", [2])  # nothing finished: a's response is the only candidate
+    assert list(c.cached_requests) == ["b"] and "a" in c.active_requests
+    assert c.global_tree.count([10, 11]) == 0
+    c.add_active_response("a", [12])  # still active: its request tree keeps working
+    assert c.request_tree("a").count([10, 11, 12]) == 1
+
+
 def test_zero_cached_requests_disables_the_global_tree():
     c = make(max_cached_requests=0)
     c.start_request("a", [1, 2])

@@ -1,15 +1,13 @@
 """vLLM 0.26.0's own SuffixDecodingProposer driving our cache on CPU.
 
-Real objects: the proposer, its ``SpeculativeConfig`` (built and validated by
-vLLM itself) and the ``InputBatch`` it reads (``vllm.v1.worker.
-gpu_input_batch.InputBatch`` on device=cpu, requests added and removed through
-its own ``add_request`` / ``remove_request`` / ``condense``).
+Real objects: the proposer, its ``VllmConfig`` (a real ``ModelConfig`` read
+offline from a config-only Llama directory, the ``SpeculativeConfig``, the CPU
+``DeviceConfig``; all built and validated by vLLM itself) and the
+``InputBatch`` it reads (``vllm.v1.worker.gpu_input_batch.InputBatch`` on
+device=cpu, requests added and removed through its own ``add_request`` /
+``remove_request`` / ``condense``).
 
 Not real, and why:
-- ``VllmConfig``: building one needs a ``ModelConfig``, which loads a Hugging
-  Face model config (network or a model directory); the proposer reads only
-  ``speculative_config`` and ``model_config.max_model_len`` from it, so a
-  namespace carries the real SpeculativeConfig and that one integer.
 - Pinned memory: ``InputBatch`` pins its CPU staging tensors when
   ``vllm.utils.torch_utils.PIN_MEMORY`` says so, and pinning needs a CUDA
   driver; the test sets the module's flag to False (pin_memory=False).
@@ -20,7 +18,7 @@ Not real, and why:
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import json
 
 import numpy as np
 import pytest
@@ -28,15 +26,35 @@ import pytest
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
 
+# A config-only checkpoint: ModelConfig reads config.json and needs no weights.
+TINY_LLAMA = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 4,
+    "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 512,
+    "rms_norm_eps": 1e-5, "torch_dtype": "float32",
+}
 
-def make_proposer(depth=16, num_spec=8, max_model_len=256):
-    from vllm.config import SpeculativeConfig
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny-llama")
+    (path / "config.json").write_text(json.dumps(TINY_LLAMA))
+    return str(path)
+
+
+@pytest.fixture
+def make_proposer(model_dir):
+    from vllm.config import DeviceConfig, ModelConfig, SpeculativeConfig, VllmConfig
     from vllm.v1.spec_decode.suffix_decoding import SuffixDecodingProposer
 
-    spec = SpeculativeConfig(method="suffix", num_speculative_tokens=num_spec,
-                             suffix_decoding_max_tree_depth=depth, suffix_decoding_max_cached_requests=100)
-    cfg = SimpleNamespace(speculative_config=spec, model_config=SimpleNamespace(max_model_len=max_model_len))
-    return SuffixDecodingProposer(cfg)
+    def make(depth=16, num_spec=8, max_model_len=256):
+        spec = SpeculativeConfig(method="suffix", num_speculative_tokens=num_spec,
+                                 suffix_decoding_max_tree_depth=depth, suffix_decoding_max_cached_requests=100)
+        model = ModelConfig(model=model_dir, skip_tokenizer_init=True, max_model_len=max_model_len)
+        cfg = VllmConfig(model_config=model, speculative_config=spec, device_config=DeviceConfig(device="cpu"))
+        return SuffixDecodingProposer(cfg)
+
+    return make
 
 
 class Runner:
@@ -89,7 +107,7 @@ def test_vllm_detects_the_package_and_accepts_the_config():
     assert cfg.num_speculative_tokens == 24
 
 
-def test_real_proposer_drafts_copies_and_stops_requests(monkeypatch):
+def test_real_proposer_drafts_copies_and_stops_requests(monkeypatch, make_proposer):
     from arctic_inference.suffix_decoding import SuffixDecodingCache
 
     prop = make_proposer()
@@ -121,7 +139,7 @@ def test_real_proposer_drafts_copies_and_stops_requests(monkeypatch):
     assert drafts[1][:1] == [54]
 
 
-def test_partial_prefill_and_max_len_get_no_draft(monkeypatch):
+def test_partial_prefill_and_max_len_get_no_draft(monkeypatch, make_proposer):
     prop = make_proposer(max_model_len=8)
     run = Runner(monkeypatch, max_len=16)
     run.add("a", [1, 2, 3, 1, 2, 3, 1])
@@ -129,7 +147,7 @@ def test_partial_prefill_and_max_len_get_no_draft(monkeypatch):
     assert prop.propose(8, run.batch, [[]]) == [[]]
 
 
-def test_token_ids_come_from_the_real_batch_arrays(monkeypatch):
+def test_token_ids_come_from_the_real_batch_arrays(monkeypatch, make_proposer):
     prop = make_proposer()
     run = Runner(monkeypatch)
     idx = run.add("r", [7, 8, 9, 7, 8])
