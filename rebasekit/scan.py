@@ -40,6 +40,7 @@ class ScanResult:
     new_source: str | None = None  # the spec the NEW tree was opened from (folder, X.Y.Z, REPO@REF)
     old_source: str | None = None
     new_root: str | None = None  # the folder holding the NEW tree's package, when it is one
+    old_root: str | None = None
 
     @property
     def plugin_dir(self) -> str | None:
@@ -117,7 +118,12 @@ def run_scan(ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str]
     return ScanResult(kept, dropped, ctx.corpus, ctx.new.tree.label, ctx.new.tree.version,
                       ctx.old.tree.label if ctx.old else None, ctx.old.tree.version if ctx.old else None,
                       [c.name for c in checks], degradations,
-                      new_root=str(ctx.new.tree.root) if getattr(ctx.new.tree, "root", None) else None)
+                      new_root=_root(ctx.new), old_root=_root(ctx.old))
+
+
+def _root(index: CodeIndex | None) -> str | None:
+    root = getattr(index.tree, "root", None) if index is not None else None
+    return str(root) if root else None
 
 
 def load_corpus(plugin: Path | None = None, patch_bases: Iterable[str] | None = None,

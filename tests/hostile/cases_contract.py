@@ -157,6 +157,8 @@ CASES = [
          "out", identical=("out",)),
     Case("cache-folder-is-a-file", _cache_path_is_a_file, SCAN_UP1, 0, "no findings",
          env={"REBASEKIT_CACHE_DIR": "{work}/../cachefile"}),
+    Case("cache-folder-is-a-file-download", _cache_path_is_a_file, ["scan", "--vllm-version", "1.0.0"], 2,
+         "not a directory", env={"REBASEKIT_CACHE_DIR": "{work}/../cachefile", **OFFLINE}),
     Case("compare-pins-shallow-clone", _shallow_clone, ["compare-pins", "--repo", "clone", "--history"], 2,
          "git fetch --unshallow"),
     Case("compare-pins-unreadable-revision", _unreadable_branch, ["compare-pins", "--repo", "repo"], 2,
