@@ -200,3 +200,31 @@ def test_index_reads_a_newer_grammar_module(tmp_path):
     index = CodeIndex(open_tree(str(tree)), FactsCache(None))
     assert index.resolve("vllm.engine.core.Batch") is not None
     assert index.module("vllm.engine.core").syntax_error is None
+
+
+def test_wheel_without_the_package_names_a_real_option(tmp_path):
+    import zipfile
+
+    from rebasekit.errors import DownloadError
+    from rebasekit.upstream import wheels
+
+    wheel = tmp_path / "vllm-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("other/__init__.py", "")
+    with pytest.raises(DownloadError) as err:
+        wheels._extract(wheel, tmp_path / "staging", "vllm")
+    assert "--package" not in (err.value.hint or "") and "--vllm PATH" in err.value.hint
+    options = " ".join(run("scan", "--help").stdout.split())
+    assert "--vllm" in options and "--package" not in options
+
+
+def test_runbook_tests_folder_that_matches_nothing(tmp_path):
+    from rebasekit.runbook.testmap import scan_tests
+    from rebasekit.errors import InputError
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "helpers.py").write_text("X = 1\n")
+    with pytest.raises(InputError, match="no test_"):
+        scan_tests(tmp_path, "tests", "plug")
+    with pytest.raises(InputError, match="--tests nope: no such folder"):
+        scan_tests(tmp_path, "nope", "plug")
