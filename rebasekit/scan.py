@@ -52,8 +52,8 @@ class ScanResult:
 
     @property
     def exit_code(self) -> int:
-        """1 findings, 0 clean; an incomplete analysis (2) is decided by the caller's policy."""
-        return 1 if self.findings else 0
+        """The contract's code without ``--allow-incomplete``: 2 incomplete, 1 findings, 0 clean."""
+        return 2 if self.degradations else 1 if self.findings else 0
 
 
 def selected_checks(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Check]:

@@ -117,13 +117,13 @@ def verdict(has_findings: bool, degradations, allow_incomplete: bool) -> int:
     return EXIT_FINDINGS if has_findings else EXIT_CLEAN
 
 
-def gate(degradations, allow_incomplete: bool) -> None:
+def gate(degradations, allow_incomplete: bool, *, writes: bool = True) -> None:
     """Warn about each degradation; stop with exit 2 (before any write) unless allowed."""
     warn_degradations(degradations)
     if degradations and not allow_incomplete:
-        raise fail(f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings); "
-                   "nothing was written", "fix what the warnings name, or pass --allow-incomplete",
-                   EXIT_INCOMPLETE)
+        raise fail(f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)"
+                   + ("; nothing was written" if writes else ""),
+                   "fix what the warnings name, or pass --allow-incomplete", EXIT_INCOMPLETE)
 
 
 def known_codes_check(values: tuple[str, ...], option: str) -> tuple[str, ...]:

@@ -41,7 +41,7 @@ def diff_method(
     """Print how upstream changed one definition (exit 0 unchanged, 1 changed, 2 bad input or incomplete, 3 bug)."""
     old, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
     a, b = definition_text(old, target), definition_text(new, target)
-    gate(of_inputs(None, [old, new]), allow_incomplete)
+    gate(of_inputs(None, [old, new]), allow_incomplete, writes=False)
     if a is None and b is None:
         raise InputError(f"{target} is neither a function nor a class in {old.tree.label} or {new.tree.label}",
                          hint="give the dotted name where it is defined, e.g. vllm.module.Class.method")
