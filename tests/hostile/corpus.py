@@ -12,8 +12,8 @@ Each case runs in its own folder ``work/`` with ``REBASEKIT_CACHE_DIR`` pointing
 the outputs a case names in ``may_change``; any other file created, changed or removed
 under the case folder is reported as lost data.
 
-To add cases: write a module ``tests/hostile/cases_<area>.py`` with a ``CASES`` list and
-add it to :data:`CASE_MODULES`. :mod:`synthetic` (next to this file) builds small plugins and
+To add cases: write a module ``tests/hostile/cases_<area>.py`` with a ``CASES`` list; every
+such module is collected. :mod:`synthetic` (next to this file) builds small plugins and
 upstream trees to start from.
 """
 
@@ -30,7 +30,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-CASE_MODULES = ["cases_contract"]
 # Runs the CLI from the sources on PYTHONPATH (not ``python -m rebasekit``: older trees have
 # no __main__), after dropping the import redirection an editable install adds, which would
 # otherwise win over PYTHONPATH and run the installed checkout instead.
@@ -110,9 +109,16 @@ class Outcome:
         return out
 
 
+def case_modules() -> list[str]:
+    """Every ``cases_*.py`` next to this file (importable: this folder is on sys.path)."""
+    return sorted(p.stem for p in HERE.glob("cases_*.py"))
+
+
 def all_cases() -> list[Case]:
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
     cases: list[Case] = []
-    for name in CASE_MODULES:
+    for name in case_modules():
         cases += importlib.import_module(name).CASES
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
