@@ -6,7 +6,8 @@ so import time is included.
 
 ``--compare DIR`` measures a second copy of rebasekit side by side (DIR contains a
 ``rebasekit`` package, e.g. a snapshot taken before a change): the runs alternate
-between the two, so machine noise hits both alike. Both copies are then imported from
+between the two, so machine noise hits both alike. ``--compare-trees TREES`` gives that
+copy its own release-tree folder when its cache manifests have another format. Both copies are then imported from
 their folder first on ``sys.path``, with the editable-install finder taken out.
 
 Usage: python bench/scan.py [OLD] [NEW] [--repeat N] [--select RK0,RK1,RK2] [--compare DIR]
@@ -62,6 +63,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--select", default="")
     ap.add_argument("--compare", type=Path, help="folder holding another rebasekit package to time alongside")
+    ap.add_argument("--compare-trees", type=Path,
+                    help="release-tree folder for the --compare copy, when it reads another manifest format")
     args = ap.parse_args()
     from rebasekit.paths import cache_root
     from rebasekit.upstream import open_tree
@@ -69,14 +72,16 @@ def main() -> None:
     open_tree(args.old), open_tree(args.new)  # download once, outside the timings
     trees = cache_root() / "trees"
     variants: list[tuple[str, Path | None]] = [("current", REPO if args.compare else None)]
+    variant_trees = {"current": trees}
     if args.compare:
         variants.append((f"compare ({args.compare})", args.compare.resolve()))
+        variant_trees[variants[-1][0]] = (args.compare_trees or trees).resolve()
     times: dict[str, dict[str, list[float]]] = {name: {"cold": [], "warm": []} for name, _ in variants}
     counts: dict[str, int] = {}
     for _ in range(args.repeat):
         for name, source in variants:
             with tempfile.TemporaryDirectory() as cache:
-                os.symlink(trees, os.path.join(cache, "trees"))  # trees kept, parse cache empty
+                os.symlink(variant_trees[name], os.path.join(cache, "trees"))  # trees kept, parse cache empty
                 env = variant_env(source, cache)
                 cold, counts[name] = run_once(args.old, args.new, args.select, env)
                 warm, _ = run_once(args.old, args.new, args.select, env)

@@ -2,6 +2,7 @@
 # The project's two front doors (see README "Quick start"):
 #   bash scripts/dev.sh analyze   rebasekit on the bundled plugin: vLLM 0.26.0 -> 0.27.0
 #   bash scripts/dev.sh test      the whole test suite against the real vLLM 0.26.0
+#   bash scripts/dev.sh py310     rebasekit's offline tests on the oldest supported Python
 # Both create ./.venv on first use and install what they need from the package registry.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,8 +51,30 @@ case "$cmd" in
     install_full
     exec "$PY" -m pytest "$@"
     ;;
+  py310)
+    # rebasekit's base install on Python 3.10 (requires-python's floor): the declared base
+    # dependencies only, the package from the source tree (no compiled plugin parts).
+    PY310="${PYTHON310:-}"
+    if [ -z "$PY310" ]; then
+      for candidate in "$(command -v python3.10 || true)" "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.10*/bin/python; do
+        if [ -x "$candidate" ] && "$candidate" --version >/dev/null 2>&1; then PY310="$candidate"; break; fi
+      done
+    fi
+    [ -n "$PY310" ] || { echo "no Python 3.10 found: set PYTHON310=/path/to/python3.10" >&2; exit 2; }
+    V310="$ROOT/.venv-py310"
+    [ -x "$V310/bin/python" ] || "$PY310" -m venv "$V310"
+    mapfile -t deps < <("$PY310" - <<'PYEOF'
+import re
+text = open("pyproject.toml", encoding="utf-8").read()
+block = re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M).group(1)
+print("\n".join(re.findall(r'"([^"]+)"', block)))
+PYEOF
+)
+    "$V310/bin/python" -m pip install -q "${deps[@]}" pytest hypothesis
+    PYTHONPATH="$ROOT" exec "$V310/bin/python" -m pytest tests/rebasekit -m "not network" -p no:cacheprovider "$@"
+    ;;
   *)
-    echo "usage: bash scripts/dev.sh {analyze|test} [args...]" >&2
+    echo "usage: bash scripts/dev.sh {analyze|test|py310} [args...]" >&2
     exit 2
     ;;
 esac

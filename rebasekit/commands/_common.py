@@ -158,6 +158,9 @@ def pick_trees(vllm: str | None, vllm_version: str | None, vllm_git: str | None,
     name, value = given[0]
     if name == "--vllm" and not Path(value).expanduser().is_dir():
         raise InputError(f"--vllm {value}: no such folder", hint="point --vllm at an unpacked 'vllm' package folder")
+    if name == "--vllm-version" and Path(value).expanduser().exists():
+        raise InputError(f"--vllm-version {value}: that is a path, not a release number",
+                         hint=f"pass a folder with --vllm {value}, or a release like --vllm-version 0.26.0")
     if name == "--vllm-git" and "@" not in value:
         raise InputError(f"--vllm-git {value}: expected REPO@REF", hint="e.g. --vllm-git ~/src/vllm@v0.27.0")
     return value, from_

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
+from rebasekit.atomic import check_replaceable, write_generated
 from rebasekit.commands._common import AllowIncompleteOpt, handle_errors, verdict, warn_degradations
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
@@ -85,7 +86,10 @@ def compare_pins_cmd(
     write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown ledger here."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
     allow_incomplete: AllowIncompleteOpt = False,
+    force: bool = typer.Option(False, "--force", help="Let --write replace a file rebasekit did not generate."),
 ) -> None:
+    if write is not None:
+        check_replaceable(write, "--write", force)
     root = repo.resolve()
     write_rel = _relative(write, root) if write else None
     options = CompareOptions(
@@ -94,15 +98,16 @@ def compare_pins_cmd(
         exclude=(write_rel,) if write_rel else (),
     )
     ledger = compare_pins(root, options)
-    if write is not None:
+    incomplete = bool(ledger.degradations) and not allow_incomplete
+    if write is not None and not incomplete:  # an incomplete ledger is never committed as the record
         shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
         command = _command_line(history, include_worktree, probes, branch_pattern, shown)
-        write.write_text(to_markdown(ledger, command), encoding="utf-8")
+        write_generated(write, to_markdown(ledger, command))
     if as_json:
         sys.stdout.write(dumps(ledger) + "\n")
     else:
         print_table(ledger, Console(width=max(Console().width, 100)))
-        if write is not None:
+        if write is not None and not incomplete:
             typer.echo(f"wrote {write}")
     warn_degradations(ledger.degradations)
     raise typer.Exit(verdict(bool(ledger.flags), ledger.degradations, allow_incomplete))

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from rebasekit.atomic import write_text
 from rebasekit.commands._common import (
     EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, PatchBaseOpt, PluginOpt, emit, gate, handle_errors,
 )
@@ -54,7 +55,7 @@ def lock(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOp
         emit(text.rstrip("\n"))
         return
     path = lock_file or default_lock_path(corpus)
-    path.write_text(text)
+    write_text(path, text)  # atomic: a failed write leaves the old lock whole
     Console(highlight=False, stderr=True).print(f"wrote {path} ({index.tree.package} {index.tree.version})")
 
 

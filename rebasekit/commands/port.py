@@ -12,7 +12,8 @@ from rebasekit.commands._common import (
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
-from rebasekit.drift.port import apply_files, patch_text, plan_files, plan_port
+from rebasekit.drift.port import patch_text, plan_files, plan_port
+from rebasekit.drift.portwrite import refuse_conflict_markers, write_port
 from rebasekit.errors import InputError
 from rebasekit.index import CodeIndex
 from rebasekit.scan import load_corpus
@@ -27,12 +28,18 @@ def port(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the patch; write nothing.")] = False,
     skip_conflicts: Annotated[bool, typer.Option("--skip-conflicts", help="Write only clean merges; list conflicting ones with both sides.")] = False,
     allow_incomplete: AllowIncompleteOpt = False,
+    force: Annotated[bool, typer.Option("--force", help="Write even into files with uncommitted git changes.")] = False,
 ) -> None:
     """Merge upstream's OLD→NEW changes into copied overrides and forked files.
 
-    Exit 0 when everything merged cleanly (or nothing drifted), 1 when conflicts remain.
+    Writes all files or none (staged, then renamed), keeps each file's encoding and line
+    endings, and copies the originals into .rebasekit-backup/ beside the plugin first.
+    Refuses files with uncommitted git changes (unless --force) and plugin files that still
+    hold conflict markers. Exit 0 when everything merged cleanly (or nothing drifted), 1
+    when conflicts remain, 2 when it refused.
     """
     corpus = load_corpus(plugin, patch_base)
+    refuse_conflict_markers(corpus.root, [f.relpath for f in corpus.files])
     if from_ is None:
         path = default_lock_path(corpus)
         if not path.is_file():
@@ -57,10 +64,12 @@ def port(
     if dry_run:
         emit(patch_text(files))
     else:
-        apply_files(corpus.root, files)
         if files:
-            console.print(f"wrote {len(files)} file(s); after review, bump the pin and run "
-                          f"`rebasekit corpus lock --vllm {to}`")
+            report = write_port(corpus.root, files, force=force)
+            console.print(f"wrote {len(files)} file(s); originals kept in {report.backup}")
+            if not report.in_git:
+                console.print(f"{corpus.root} is not in a git repository: the backup folder is the only copy of the originals")
+            console.print(f"after review, bump the pin and run `rebasekit corpus lock --vllm {to}`")
     raise typer.Exit(EXIT_FINDINGS if plan.conflicts else EXIT_CLEAN)
 
 

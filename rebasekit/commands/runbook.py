@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from rebasekit.atomic import check_replaceable, write_generated
 from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, gate, handle_errors
 from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
@@ -53,12 +54,15 @@ def runbook_cmd(
     env: list[str] = typer.Option([], "--env", help="KEY=VALUE set for every command (repeatable)."),
     since: Optional[str] = typer.Option(None, "--changed-since",
                                         help="Also map plugin files changed since this git ref."),
+    force: bool = typer.Option(False, "--force", help="Let --write replace a file rebasekit did not generate."),
     model: str = typer.Option(
         MODEL_PLACEHOLDER, "--model",
         help="Model the serving phase starts: a local path on the (offline) GPU machine. The "
              "default, $MODEL, is a placeholder the commands require to be set there."),
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
+    if write:
+        check_replaceable(write, "--write", force)
     root = project.resolve()
     data = read_pyproject(root)
     name = plugin_name(data, plugin)
@@ -85,8 +89,7 @@ def runbook_cmd(
         parts += ["--write", write.as_posix()]
     text = to_markdown(book, shlex.join(parts), results)
     if write:
-        write.parent.mkdir(parents=True, exist_ok=True)
-        write.write_text(text, encoding="utf-8")
+        write_generated(write, text)
         typer.echo(f"wrote {write}: {len(book.changes)} changes, {len(book.phases)} phases")
     else:
         typer.echo(text, nl=False)

@@ -18,6 +18,7 @@ from rebasekit.corpus.models import (
 )
 from rebasekit.index.models import ParamKind
 from rebasekit.index.visitor import absolute_module, guards_import_errors, is_type_checking_test, signature_of
+from rebasekit.sourcefile import SkippedFile, read_source_bytes
 
 ORIG_PREFIX = "_orig_"
 # Names every class body carries (or the patch machinery owns); never "set" on a target.
@@ -37,7 +38,12 @@ def extract_corpus(plugin_dir: Path, patch_bases: Iterable[str], upstream_packag
         if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(plugin_dir).parts):
             continue
         relpath = path.relative_to(corpus.root).as_posix()
-        extract_file(corpus, relpath, path.read_bytes())
+        try:
+            source = read_source_bytes(path)
+        except SkippedFile as skipped:
+            corpus.degradations.append(skipped.degradation(relpath))
+            continue
+        extract_file(corpus, relpath, source)
     return corpus
 
 

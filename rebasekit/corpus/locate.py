@@ -21,6 +21,11 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport (same API)
 
 from rebasekit.errors import InputError, PluginError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport (same API)
+    import tomli as tomllib
+
 # The plugin distributed together with rebasekit: the default when no project says otherwise.
 BUNDLED_PLUGIN = "arctic_inference"
 

@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rebasekit.degradation import Degradation
 from rebasekit.index.models import Signature
+from rebasekit.sourcefile import read_source_text
 
 
 @dataclass(frozen=True)
@@ -122,9 +124,14 @@ class PluginCorpus:
     imports: list[PluginImport] = field(default_factory=list)
     calls: list[UpstreamCall] = field(default_factory=list)
     comments: dict[str, dict[int, str]] = field(default_factory=dict)  # relpath -> line -> comment
+    degradations: list[Degradation] = field(default_factory=list)  # files that could not be read
 
     def file_path(self, relpath: str) -> Path:
         return self.root / relpath
+
+    def source_text(self, relpath: str) -> str:
+        """A plugin file's text as Python decodes it (coding cookie, BOM), ``\n`` line ends."""
+        return read_source_text(self.file_path(relpath))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

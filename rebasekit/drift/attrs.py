@@ -42,7 +42,7 @@ def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
 
 def _patch_node(corpus: PluginCorpus, patch: PatchClass) -> ast.ClassDef | None:
     try:
-        module = parse_text(corpus.file_path(patch.relpath).read_text())
+        module = parse_text(corpus.source_text(patch.relpath))
     except OSError:
         return None
     if module is None:

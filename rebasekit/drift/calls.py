@@ -30,7 +30,7 @@ class CallSite:
 
 def plugin_module(corpus: PluginCorpus, relpath: str) -> ast.Module | None:
     try:
-        return parse_text(corpus.file_path(relpath).read_text())
+        return parse_text(corpus.source_text(relpath))
     except OSError:
         return None
 

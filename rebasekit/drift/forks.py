@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rebasekit.corpus.locate import find_pyproject, rebasekit_config
 from rebasekit.drift.bodies import Definition, definitions, similarity
+from rebasekit.sourcefile import read_source_text
 
 HEADER_RE = re.compile(r"^#\s*rebasekit:\s*fork-of\s+(?P<path>[^\s@]+)@(?P<version>\S+)\s*$")
 _HEADER_LINES = 10
@@ -61,7 +62,7 @@ def declared_forks(root: Path, relpaths: Iterable[str]) -> list[ForkDecl]:
     out: dict[str, ForkDecl] = {}
     for rel in relpaths:
         try:
-            decl = header_decl(rel, (root / rel).read_text())
+            decl = header_decl(rel, read_source_text(root / rel))
         except OSError:
             continue
         if decl:

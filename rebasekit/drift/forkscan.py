@@ -27,7 +27,7 @@ class ForkState:
 
 def plugin_text(corpus: PluginCorpus, relpath: str) -> str | None:
     try:
-        return corpus.file_path(relpath).read_text()
+        return corpus.source_text(relpath)
     except OSError:
         return None
 

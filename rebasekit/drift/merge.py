@@ -37,7 +37,7 @@ def three_way(base: str, ours: str, theirs: str, labels: tuple[str, str, str] = 
         paths = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
             p = Path(tmp) / name
-            p.write_text(text)
+            p.write_text(text, encoding="utf-8")
             paths.append(str(p))
         cmd = ["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *paths]
         try:

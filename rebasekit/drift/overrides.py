@@ -51,7 +51,7 @@ def symbol_definition(sym: Symbol) -> Definition | None:
 
 def plugin_definitions(corpus: PluginCorpus, relpath: str) -> dict[str, Definition]:
     try:
-        return definitions(corpus.file_path(relpath).read_text())
+        return definitions(corpus.source_text(relpath))
     except (OSError, SyntaxError):
         return {}
 

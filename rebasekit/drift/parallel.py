@@ -16,12 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rebasekit.astutil import parse_text
+from rebasekit.datacodec import record
 from rebasekit.drift.shapes import dotted
 from rebasekit.index.cache import tree_memo
 
 _MAX_SITES = 5
 
 
+@record
 @dataclass
 class Selector:
     """One place that chooses between implementations and what its condition depends on."""
@@ -50,6 +52,7 @@ class Selector:
         return text + (f" ({'; '.join(extra)})" if extra else "")
 
 
+@record
 @dataclass
 class Twin:
     """A same-named class in another module of the tree."""

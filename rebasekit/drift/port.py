@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -91,7 +90,7 @@ def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> PortPlan
         if not od.mirrors:
             plan.skipped.append(f"{where}: wraps/replaces {od.new_sym.qualname} instead of copying it; review by hand")
             continue
-        text = corpus.file_path(od.patch.relpath).read_text()
+        text = corpus.source_text(od.patch.relpath)
         loc = locate_function(text, od.patch.name, od.attr)
         if loc is None:
             plan.skipped.append(f"{where}: definition not found in the file")
@@ -154,7 +153,7 @@ def plan_files(corpus: PluginCorpus, plan: PortPlan, include_conflicts: bool = T
         by_file.setdefault(item.relpath, []).append(item)
     out = {}
     for relpath, items in sorted(by_file.items()):
-        current = corpus.file_path(relpath).read_text()
+        current = corpus.source_text(relpath)
         ported = render_file(current, items)
         if ported != current:
             out[relpath] = (current, ported)
@@ -164,8 +163,3 @@ def plan_files(corpus: PluginCorpus, plan: PortPlan, include_conflicts: bool = T
 def patch_text(files: dict[str, tuple[str, str]]) -> str:
     """A unified diff of all changed files (what ``--dry-run`` prints)."""
     return "".join(unified(cur, new, f"a/{rel}", f"b/{rel}") for rel, (cur, new) in files.items())
-
-
-def apply_files(root: Path, files: dict[str, tuple[str, str]]) -> None:
-    for relpath, (_, ported) in files.items():
-        (root / relpath).write_text(ported)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rebasekit.astutil import dotted
+from rebasekit.datacodec import record
 
 # --------------------------------------------------------------------------- returns
 
@@ -106,6 +107,7 @@ def unpack_targets(node: ast.Assign | ast.For) -> int | None:
 # --------------------------------------------------------------------- instance attrs
 
 
+@record
 @dataclass(frozen=True)
 class AttrValue:
     """A coarse description of the value assigned to ``self.X``.

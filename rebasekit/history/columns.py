@@ -81,6 +81,9 @@ def find_branches(repo: git.Repo, globs: tuple[str, ...], main: str) -> dict[str
 
 
 def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
+    if ref.startswith("-"):  # would reach `git log` as an option
+        raise InputError(f"{ref!r} is not a git ref (a ref never starts with '-')",
+                         hint="give a branch, tag or commit id that exists in the repository")
     try:
         return repo.commit(ref)
     except (BadName, BadObject, ValueError, git.GitCommandError):

@@ -14,11 +14,13 @@ import ast
 import re
 from collections.abc import Iterable
 
+from rebasekit.degradation import Degradation
 from rebasekit.index.cache import FactsCache, facts_key, tree_memo
 from rebasekit.index.models import DefFact, ImportFact, ModuleFacts
 from rebasekit.index.symbols import Resolution, Status, Symbol
 from rebasekit.index.visitor import parse_module
 from rebasekit.paths import index_dir
+from rebasekit.sourcefile import SkippedFile
 from rebasekit.upstream.tree import UpstreamTree
 
 _MAX_DEPTH = 40
@@ -35,6 +37,12 @@ class CodeIndex:
         self._texts: dict[str, str] = {}
         self._name_table: dict[str, list[str]] | None = None
         self.parsed = 0  # modules parsed (cache misses), for benchmarks
+        self._own_degradations: list[Degradation] = []
+
+    @property
+    def degradations(self) -> list[Degradation]:
+        """What this index could not read: the tree's skipped files and its own (no repeats)."""
+        return list(dict.fromkeys([*getattr(self.tree, "degradations", []), *self._own_degradations]))
 
     # -- modules -------------------------------------------------------------------
     def module(self, modname: str) -> ModuleFacts | None:
@@ -44,7 +52,15 @@ class CodeIndex:
         relpath = self.tree.module_to_path(modname)
         facts = None
         if relpath is not None:
-            content = self.tree.read_bytes(relpath)
+            try:
+                content = self.tree.read_bytes(relpath)
+            except SkippedFile as skipped:
+                # present but unreadable: its names are unknowable, never reported missing
+                self._own_degradations.append(skipped.degradation(f"{self.tree.label}: {relpath}"))
+                facts = ModuleFacts(modname, relpath, relpath.endswith("__init__.py"),
+                                    syntax_error=f"skipped: {skipped.reason}")
+                self._modules[modname] = facts
+                return facts
             key = facts_key(relpath, content)
             facts = self.cache.get(key)
             if facts is None:

@@ -1,7 +1,8 @@
 """Plain data parsed out of one module: what it defines, imports and exports.
 
-These records are what the on-disk cache stores, so they hold only picklable builtins
-and are versioned by :data:`FACTS_FORMAT` (bump it whenever a field changes).
+These records are what the on-disk cache stores, so they hold only builtins and other
+records (see :mod:`rebasekit.datacodec`) and are versioned by :data:`FACTS_FORMAT`
+(bump it whenever a field changes).
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from rebasekit.datacodec import record
+
 FACTS_FORMAT = 4  # 4: modules in a newer grammar parse (rebasekit.pyparse) instead of syntax_error
 
 
+@record
 class ParamKind(str, enum.Enum):
     POSITIONAL_ONLY = "positional-only"
     POSITIONAL_OR_KEYWORD = "positional-or-keyword"
@@ -20,6 +24,7 @@ class ParamKind(str, enum.Enum):
     VAR_KEYWORD = "var-keyword"
 
 
+@record
 @dataclass(frozen=True)
 class Param:
     """One parameter; ``default``/``annotation`` are source text (None when absent)."""
@@ -39,6 +44,7 @@ class Param:
         return text
 
 
+@record
 @dataclass(frozen=True)
 class Signature:
     """A callable's parameters in declaration order, plus its return annotation."""
@@ -87,6 +93,7 @@ class Signature:
         return f"{text} -> {self.returns}" if self.returns else text
 
 
+@record
 @dataclass
 class DefFact:
     """A definition: module-level or a class member (``kind`` class/function/variable)."""
@@ -103,6 +110,7 @@ class DefFact:
     guard: str | None = None  # "type_checking" / "try" when defined under such a block
 
 
+@record
 @dataclass(frozen=True)
 class ImportFact:
     """One name bound by an import; ``target`` is the absolute dotted thing it names."""
@@ -121,6 +129,7 @@ class ImportFact:
         return self.module.split(".")[0] if self.bound_is_top else self.module
 
 
+@record
 @dataclass
 class ModuleFacts:
     """Everything the index needs from one file, without keeping its AST around."""

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebasekit.sourcefile import read_source_text
+
 ENGINE_CLASSES = frozenset({"LLM", "AsyncLLM", "LLMEngine", "AsyncLLMEngine"})
 
 # Feature -> vLLM API names (lower case) by which a test drives it. First the features the
@@ -202,7 +204,11 @@ def _follow(path: Path, root: Path, tests_root: Path, facts: _Facts, depth: int)
         return
     facts.seen.add(resolved)
     where = resolved.relative_to(root.resolve()).as_posix()
-    _scan(resolved.read_text(encoding="utf-8", errors="replace"), where, resolved, root, tests_root, facts, depth)
+    try:
+        text = read_source_text(resolved)
+    except OSError:  # not a regular file, or over the size cap
+        return
+    _scan(text, where, resolved, root, tests_root, facts, depth)
 
 
 def engine_use(path: Path, root: Path, tests_root: Path) -> EngineUse | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import git
 
 from rebasekit.errors import InputError
+from rebasekit.gitref import verify_commit
 from rebasekit.history.pins import UnreadablePin, strict_toml
 
 
@@ -44,7 +45,8 @@ def changed_since(root: Path, ref: str, plugin: str) -> list[str]:
     """Plugin ``.py`` files that differ between ``ref`` and the working tree."""
     try:
         repo = git.Repo(root)
-        out = repo.git.diff("--name-only", ref, "--", plugin.replace(".", "/"))
+        commit = verify_commit(root, ref)  # never let a ref like --output=FILE reach git diff
+        out = repo.git.diff("--name-only", commit, "--", plugin.replace(".", "/"))
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
         raise InputError(f"cannot diff {root} against {ref!r}",
                          hint="--changed-since needs a git checkout and an existing ref") from None

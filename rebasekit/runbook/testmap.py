@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rebasekit.errors import InputError
 from rebasekit.runbook.e2e import EngineUse, engine_use
+from rebasekit.sourcefile import read_source_text
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+$")
 
@@ -56,8 +57,8 @@ def parse_test_file(path: Path, rel: str, plugin: str) -> TestFile:
     """Facts of one test file; a file that does not parse yields only its path."""
     info = TestFile(rel)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError):
+        tree = ast.parse(read_source_text(path))
+    except (SyntaxError, ValueError, OSError):  # OSError: not a regular file, or over the size cap
         return info
     prefix = plugin + "."
     for node in ast.walk(tree):

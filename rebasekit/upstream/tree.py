@@ -9,10 +9,14 @@ same four operations, so the index never knows where the source came from.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
+
+from rebasekit.degradation import Degradation
+from rebasekit.sourcefile import MAX_SOURCE_BYTES, SkippedFile, decode_source, read_source_bytes, source_problem
 
 _VERSION_RE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", re.M)
 
@@ -23,6 +27,7 @@ class UpstreamTree(ABC):
     package: str
     version: str | None
     label: str
+    degradations: list[Degradation]  # files skipped (not regular, dangling, over the size cap)
 
     @abstractmethod
     def read_bytes(self, relpath: str) -> bytes:
@@ -42,7 +47,8 @@ class UpstreamTree(ABC):
         return None
 
     def read_text(self, relpath: str) -> str:
-        return self.read_bytes(relpath).decode("utf-8", errors="replace")
+        """The file's text as Python decodes it (coding cookie, BOM)."""
+        return decode_source(self.read_bytes(relpath))
 
     def content_hash(self, relpath: str) -> str:
         return hashlib.sha256(self.read_bytes(relpath)).hexdigest()
@@ -88,6 +94,7 @@ class FolderTree(UpstreamTree):
         # neither the folder walk nor the stat fingerprint below is ever needed for it.
         self._files: list[str] | None = sorted(files) if files is not None else None
         self._fingerprint = fingerprint
+        self.degradations = []
         self.version = version or _metadata_version(root, package) or self._version_from_sources()
 
     @property
@@ -106,16 +113,31 @@ class FolderTree(UpstreamTree):
         return self._fingerprint
 
     def read_bytes(self, relpath: str) -> bytes:
-        return (self.root / relpath).read_bytes()
+        """Raises :class:`~rebasekit.sourcefile.SkippedFile` for anything but a regular file under the cap."""
+        return read_source_bytes(self.root / relpath)
 
     def exists(self, relpath: str) -> bool:
-        return (self.root / relpath).is_file()
+        """A ``.py`` entry that is not a readable file still exists (reading it is then
+        skipped with a warning), so its names read as unknowable, never as missing."""
+        path = self.root / relpath
+        return path.is_file() or (relpath.endswith(".py") and os.path.lexists(path))
 
     def iter_py_files(self) -> Iterator[str]:
         if self._files is None:
             pkg = self.root / self.package
-            self._files = sorted(p.relative_to(self.root).as_posix() for p in pkg.rglob("*.py"))
+            files = []
+            for path in sorted(pkg.rglob("*.py")):
+                rel = path.relative_to(self.root).as_posix()
+                problem = source_problem(path)
+                if problem is None:
+                    files.append(rel)
+                else:
+                    self._skip(rel, problem)
+            self._files = files
         return iter(self._files)
+
+    def _skip(self, rel: str, problem: str) -> None:
+        self.degradations.append(SkippedFile(f"{self.label}: {rel}", problem).degradation())
 
 
 def _metadata_version(root: Path, package: str) -> str | None:
@@ -138,6 +160,7 @@ class GitTree(UpstreamTree):
         import git  # gitpython: imported lazily, only git specs need it
 
         from rebasekit.errors import GitRefError
+        from rebasekit.gitref import verify_commit
 
         try:
             repo = git.Repo(repo_path)
@@ -147,7 +170,7 @@ class GitTree(UpstreamTree):
                 hint="give REPO@REF with REPO a local clone, e.g. ~/src/vllm@v0.27.0",
             ) from exc
         try:
-            commit = repo.commit(ref)
+            commit = repo.commit(verify_commit(repo_path, ref))
         except (git.BadName, ValueError, git.GitCommandError) as exc:
             raise GitRefError(
                 f"no ref {ref!r} in {repo_path}",
@@ -157,17 +180,38 @@ class GitTree(UpstreamTree):
         self.package = package
         self.label = f"{repo_path}@{ref}"
         self._blobs: dict[str, object] = {}
+        self._skipped: dict[str, str] = {}  # relpath -> why it is not read (its names stay unknowable)
+        self.degradations = []
         try:
             pkg_tree = commit.tree / package
-        except KeyError as exc:
+        except (KeyError, ValueError) as exc:
             raise GitRefError(
                 f"{self.label} has no top-level '{package}' folder",
                 hint="REPO must be the root of a checkout whose package folder sits at the top",
             ) from exc
-        for item in pkg_tree.traverse():
-            if item.type == "blob":
-                self._blobs[item.path] = item
+        try:
+            self._collect(pkg_tree)
+        except Exception as exc:  # a damaged tree object: gitpython raises many exception types
+            if isinstance(exc, GitRefError):
+                raise
+            raise _corrupt(self.label, package, exc) from None
         self.version = self._version_from_sources() or ref
+
+    def _collect(self, pkg_tree: object) -> None:
+        for item in pkg_tree.traverse():  # type: ignore[attr-defined]
+            if item.type != "blob":
+                continue
+            if item.mode & 0o170000 == 0o120000:  # a symlink: git stores its target as text
+                if item.path.endswith(".py"):
+                    self._skip(item.path, "a symlink in the git tree")
+            elif item.size > MAX_SOURCE_BYTES and item.path.endswith(".py"):
+                self._skip(item.path, f"larger than the {MAX_SOURCE_BYTES // (1024 * 1024)} MiB size cap")
+            else:
+                self._blobs[item.path] = item
+
+    def _skip(self, rel: str, problem: str) -> None:
+        self._skipped[rel] = problem
+        self.degradations.append(SkippedFile(f"{self.label}: {rel}", problem).degradation())
 
     @property
     def fingerprint(self) -> str:
@@ -176,16 +220,28 @@ class GitTree(UpstreamTree):
 
     def read_bytes(self, relpath: str) -> bytes:
         blob = self._blobs.get(relpath)
+        if relpath in self._skipped:
+            raise SkippedFile(f"{self.label}: {relpath}", self._skipped[relpath])
         if blob is None:
             raise FileNotFoundError(relpath)
-        return blob.data_stream.read()  # type: ignore[attr-defined]
+        try:
+            return blob.data_stream.read()  # type: ignore[attr-defined]
+        except Exception as exc:  # gitpython surfaces object damage as many exception types
+            raise _corrupt(self.label, relpath, exc) from None
 
     def content_hash(self, relpath: str) -> str:
         # Hash the content, not the blob id, so git and folder trees share the parse cache.
         return hashlib.sha256(self.read_bytes(relpath)).hexdigest()
 
     def exists(self, relpath: str) -> bool:
-        return relpath in self._blobs
+        return relpath in self._blobs or relpath in self._skipped
 
     def iter_py_files(self) -> Iterator[str]:
         return iter(sorted(p for p in self._blobs if p.endswith(".py")))
+
+
+def _corrupt(label: str, relpath: str, exc: BaseException):
+    from rebasekit.errors import GitRefError
+
+    return GitRefError(f"{label}: cannot read {relpath} from git ({type(exc).__name__}: {exc})",
+                       hint="the repository's object store is damaged: run `git fsck` there, or re-clone it")

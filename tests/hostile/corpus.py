@@ -43,13 +43,20 @@ class Case:
     """One hostile input and what the contract promises for it."""
 
     name: str
-    setup: Callable[[Path], None]  # builds the inputs under the (empty) work folder
-    argv: list[str]  # arguments after ``rebasekit``; "{work}" is replaced by the work folder
+    setup: Callable[[Path], object]  # builds the inputs under the (empty) work folder; may return {"env": {...}}
+    argv: list[str]  # arguments after ``rebasekit``; "{work}" (or "{tmp}") is replaced by the work folder
     exit_code: int  # 0 clean, 1 findings, 2 bad input / incomplete, 3 internal error
     message: str  # must appear in stdout+stderr (the problem or the fix, case-insensitive)
     identical: tuple[str, ...] = ()  # work-relative files that must stay byte-identical
     may_change: tuple[str, ...] = ()  # work-relative files the command may write
     env: dict[str, str] = field(default_factory=dict)  # "{work}"/"{case}" are replaced
+    absent: tuple[str, ...] = ()  # work-relative paths that must not exist afterwards (e.g. a planted marker)
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Case":
+        """A case written as a plain dict (``name, setup, argv, exit_code, message, unchanged, absent``)."""
+        return cls(record["name"], record["setup"], list(record["argv"]), record["exit_code"], record["message"],
+                   identical=tuple(record.get("unchanged", ())), absent=tuple(record.get("absent", ())))
 
 
 @dataclass
@@ -59,6 +66,7 @@ class Outcome:
     output: str
     changed: list[str]  # files changed outside the documented places
     damaged: list[str]  # files of ``identical`` that changed
+    after: dict[str, str] = field(default_factory=dict)  # work-relative path -> digest after the run
 
     @property
     def traceback(self) -> bool:
@@ -72,7 +80,11 @@ class Outcome:
 
     @property
     def lost_data(self) -> bool:
-        return bool(self.changed or self.damaged)
+        return bool(self.changed or self.damaged or self.present)
+
+    @property
+    def present(self) -> list[str]:
+        return [p for p in self.case.absent if p in self.after]
 
     @property
     def false_clean(self) -> bool:
@@ -106,6 +118,8 @@ class Outcome:
             out.append(f"files changed outside the documented places: {self.changed}")
         if self.damaged:
             out.append(f"user files not byte-identical: {self.damaged}")
+        if self.present:
+            out.append(f"paths that must not exist were created: {self.present}")
         return out
 
 
@@ -119,16 +133,17 @@ def all_cases() -> list[Case]:
         sys.path.insert(0, str(HERE))
     cases: list[Case] = []
     for name in case_modules():
-        cases += importlib.import_module(name).CASES
+        cases += [c if isinstance(c, Case) else Case.from_record(c) for c in importlib.import_module(name).CASES]
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
 
 
 def _digests(root: Path, skip: Path) -> dict[str, str]:
+    """Digest of every path under ``root``, except what lies inside the cache ``skip``."""
     out = {}
     for path in sorted(root.rglob("*")):
-        if skip in path.parents or path == skip or ".git" in path.relative_to(root).parts:
+        if skip in path.parents or ".git" in path.relative_to(root).parts:
             continue
         if path.is_symlink() or not path.is_file():
             out[path.relative_to(root).as_posix()] = "link" if path.is_symlink() else "dir"
@@ -144,19 +159,23 @@ def run_case(case: Case, folder: Path, rebasekit_root: Path = REPO) -> Outcome:
     """Build ``case`` under ``folder`` and run the CLI on it from ``rebasekit_root``'s sources."""
     work, cache = folder / "work", folder / "cache"
     work.mkdir(parents=True)
-    case.setup(work)
-    before = _digests(folder, cache)
-    subst = {"{work}": str(work), "{case}": str(folder)}
+    context = case.setup(work)
+    extra_env = {**case.env, **(context.get("env", {}) if isinstance(context, dict) else {})}
+    subst = {"{work}": str(work), "{tmp}": str(work), "{case}": str(folder)}
 
     def fill(text: str) -> str:
         for key, value in subst.items():
             text = text.replace(key, value)
         return text
 
+    if "REBASEKIT_CACHE_DIR" in extra_env:
+        cache = Path(fill(extra_env["REBASEKIT_CACHE_DIR"])).resolve()
+    before = _digests(folder, cache)
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REBASEKIT_", "COLUMNS"))}
     env.update({"REBASEKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(rebasekit_root), "COLUMNS": "100",
                 "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"})
-    env.update({k: fill(v) for k, v in case.env.items()})
+    env.update({k: fill(v) for k, v in extra_env.items()})
     try:
         proc = subprocess.run([sys.executable, "-c", LAUNCH, *[fill(a) for a in case.argv]], cwd=work, env=env,
                               capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -165,7 +184,10 @@ def run_case(case: Case, folder: Path, rebasekit_root: Path = REPO) -> Outcome:
         code, output = -9, f"timed out after {TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}"
     after = _digests(folder, cache)
     allowed = set(case.may_change)
+    cache_key = cache.relative_to(folder).as_posix() if folder in cache.parents else None
     changed = sorted(p for p in set(before) | set(after)
-                     if before.get(p) != after.get(p) and p.removeprefix("work/") not in allowed)
+                     if before.get(p) != after.get(p) and p.removeprefix("work/") not in allowed
+                     and not (p == cache_key and after.get(p) == "dir"))  # the cache folder itself may appear
     damaged = sorted(p for p in case.identical if before.get(f"work/{p}") != after.get(f"work/{p}"))
-    return Outcome(case, code, output, changed, damaged)
+    work_after = {k.removeprefix("work/"): v for k, v in after.items() if k.startswith("work/")}
+    return Outcome(case, code, output, changed, damaged, work_after)

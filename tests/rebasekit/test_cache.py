@@ -9,7 +9,7 @@ import pytest
 
 from rebasekit.drift import parallel
 from rebasekit.index import CodeIndex, FactsCache
-from rebasekit.index.cache import PickleStore, tree_memo
+from rebasekit.index.cache import DataStore, tree_memo
 from rebasekit.upstream import open_tree
 
 DEEP_NEW = Path(__file__).parent / "fixtures_deep" / "upstream_new"
@@ -46,7 +46,7 @@ def test_folder_fingerprint_is_stable():
 
 
 def test_unreadable_store_entry_is_a_miss(tmp_path):
-    store = PickleStore(tmp_path)
+    store = DataStore(tmp_path)
     store.save("ab" * 32, {"x": 1})
     assert store.load("ab" * 32) == {"x": 1}
     store.path("ab" * 32).write_bytes(b"\x80\x05garbage")

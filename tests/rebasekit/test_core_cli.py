@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -117,12 +118,17 @@ def test_corrupt_and_partial_cache(tmp_path, monkeypatch):
     shutil.copytree(Path(NEW) / "vllm", dest / "vllm")
     res = run("scan", "--plugin", PLUGIN, "--vllm-version", "9.9.9")
     assert res.exit_code == 2 and "partial" in res.stderr and str(dest) in res.stderr
-    files = {p.relative_to(dest).as_posix(): p.stat().st_size for p in dest.rglob("*.py")}
+    files = {p.relative_to(dest).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in dest.rglob("*.py")}
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + bytes.fromhex(files[rel]))
     (dest / wheels.MANIFEST).write_text(json.dumps({"format": wheels.MANIFEST_FORMAT, "count": len(files),
-                                                    "bytes": sum(files.values()), "files": files}))
+                                                    "sha256": digest.hexdigest(), "files": files}))
     assert open_tree("9.9.9").version == "9.9.9"
-    (dest / "vllm" / "engine" / "core.py").write_text("truncated")
-    with pytest.raises(CacheError, match="changed size"):
+    core = dest / "vllm" / "engine" / "core.py"
+    original = core.read_bytes()
+    core.write_bytes(bytes([original[0] ^ 1]) + original[1:])  # same size, other content
+    with pytest.raises(CacheError, match="changed"):
         open_tree("9.9.9")
 
 
