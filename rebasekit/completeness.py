@@ -24,12 +24,17 @@ def recorded(*objects: Any) -> list[Degradation]:
 
 
 def unparsed_modules(index: Any) -> list[Degradation]:
-    """Upstream modules the analysis looked at that do not parse: their facts are unknown."""
+    """Upstream modules the analysis looked at that do not parse: their facts are unknown.
+
+    Modules a loader already reported (a file it skipped) are not reported twice.
+    """
+    known = {d.subject for d in recorded(index, getattr(index, "tree", None))}
     out = []
     for facts in getattr(index, "_modules", {}).values():
-        if facts is not None and facts.syntax_error:
+        subject = f"{index.tree.label}: {facts.relpath}" if facts is not None else ""
+        if facts is not None and facts.syntax_error and subject not in known:
             out.append(Degradation(
-                "file-unparsed", f"{index.tree.label}: {facts.relpath}",
+                "file-unparsed", subject,
                 f"does not parse ({facts.syntax_error}); its definitions were not checked",
                 "fix the file, or report the syntax rebasekit cannot read"))
     return out

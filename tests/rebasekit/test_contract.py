@@ -228,3 +228,14 @@ def test_runbook_tests_folder_that_matches_nothing(tmp_path):
         scan_tests(tmp_path, "tests", "plug")
     with pytest.raises(InputError, match="--tests nope: no such folder"):
         scan_tests(tmp_path, "nope", "plug")
+
+
+def test_a_skipped_upstream_file_is_reported_once(project, tmp_path):
+    tree = _tree_with(tmp_path, "")
+    core = tree / "vllm" / "engine" / "core.py"
+    core.unlink()
+    core.symlink_to(tmp_path / "nowhere.py")  # dangling: the loader skips it
+    res = run("scan", "--plugin", project / "tinyplug", "--vllm", tree, "--json")
+    assert res.exit_code == 2
+    about_core = [d for d in json.loads(res.stdout)["degradations"] if d["subject"].endswith("vllm/engine/core.py")]
+    assert len(about_core) == 1 and about_core[0]["kind"] != "file-unparsed"
