@@ -11,6 +11,8 @@ import ast
 import hashlib
 from functools import lru_cache
 
+from rebasekit import pyparse
+
 
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, None for anything else (calls, subscripts)."""
@@ -27,7 +29,7 @@ def dotted(node: ast.AST) -> str | None:
 @lru_cache(maxsize=512)
 def _parse(digest: str, text: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return pyparse.parse(text)
     except (SyntaxError, ValueError):
         return None
 

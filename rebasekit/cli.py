@@ -10,9 +10,11 @@ import importlib
 
 import typer
 
+from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP, set_debug
+
 app = typer.Typer(
     name="rebasekit",
-    help="Keep a vLLM-patching plugin alive across vLLM releases.",
+    help="Keep a vLLM-patching plugin alive across vLLM releases.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -28,6 +30,12 @@ COMMAND_MODULES: list[str] = [
     "compare_pins",
     "runbook",
 ]
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1).")) -> None:
+    """Options common to every command."""
+    set_debug(debug)
 
 
 def _register_all() -> None:

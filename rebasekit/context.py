@@ -12,6 +12,7 @@ from typing import Any
 
 from rebasekit import codes
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.degradation import Degradation
 from rebasekit.findings import Finding, Location
 from rebasekit.index import CodeIndex, Symbol
 
@@ -34,6 +35,8 @@ class ScanContext:
     new: CodeIndex
     old: CodeIndex | None = None
     config: ScanConfig = field(default_factory=ScanConfig)
+    # What the checks could not look at (e.g. the lock's base tree); see rebasekit.completeness.
+    degradations: list[Degradation] = field(default_factory=list)
 
     def plugin_loc(self, relpath: str, line: int | None, symbol: str | None = None) -> Location:
         return Location(relpath, line, None, symbol)

@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rebasekit import suppress
+from rebasekit import completeness, suppress
 from rebasekit.checks.registry import Check, all_checks, code_selected
 from rebasekit.context import ScanConfig, ScanContext
 from rebasekit.corpus import check_plugin_dir, configured_patch_bases, default_plugin_dir, extract_corpus
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.degradation import Degradation
 from rebasekit.findings import Drift, Finding, Severity
 from rebasekit.index import CodeIndex
 from rebasekit.upstream import UpstreamTree, open_tree
@@ -34,10 +35,25 @@ class ScanResult:
     old_label: str | None = None
     old_version: str | None = None
     checks: list[str] = field(default_factory=list)
+    # Everything the analysis could not look at: a non-empty list means "incomplete".
+    degradations: list[Degradation] = field(default_factory=list)
+    new_source: str | None = None  # the spec the NEW tree was opened from (folder, X.Y.Z, REPO@REF)
+    old_source: str | None = None
+    new_root: str | None = None  # the folder holding the NEW tree's package, when it is one
+    old_root: str | None = None
+
+    @property
+    def plugin_dir(self) -> str | None:
+        return str(self.corpus.root / self.corpus.package) if self.corpus else None
+
+    @property
+    def complete(self) -> bool:
+        return not self.degradations
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.findings else 0
+        """The contract's code without ``--allow-incomplete``: 2 incomplete, 1 findings, 0 clean."""
+        return 2 if self.degradations else 1 if self.findings else 0
 
 
 def selected_checks(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Check]:
@@ -90,9 +106,24 @@ def run_scan(ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str]
                     plugin=ctx.plugin_loc(sup.relpath, sup.line), subject=",".join(sup.codes),
                     suggestion="remove the comment"))
     kept.sort(key=sort_key)
+    degradations = completeness.unique([
+        *completeness.recorded(ctx.corpus, ctx.new.tree, ctx.new, *((ctx.old.tree, ctx.old) if ctx.old else ())),
+        *completeness.patch_base_problems(ctx.corpus),
+        *ctx.degradations,
+        *completeness.unparsed_modules(ctx.new),
+        *(completeness.unparsed_modules(ctx.old) if ctx.old else ()),
+        *[d for key, idx in ctx.config.extra.get("_lock_base", {}).items()
+          if key != "version" and idx is not None for d in completeness.unparsed_modules(idx)],
+    ])
     return ScanResult(kept, dropped, ctx.corpus, ctx.new.tree.label, ctx.new.tree.version,
                       ctx.old.tree.label if ctx.old else None, ctx.old.tree.version if ctx.old else None,
-                      [c.name for c in checks])
+                      [c.name for c in checks], degradations,
+                      new_root=_root(ctx.new), old_root=_root(ctx.old))
+
+
+def _root(index: CodeIndex | None) -> str | None:
+    root = getattr(index.tree, "root", None) if index is not None else None
+    return str(root) if root else None
 
 
 def load_corpus(plugin: Path | None = None, patch_bases: Iterable[str] | None = None,
@@ -124,4 +155,7 @@ def scan_plugin(to: str | UpstreamTree | CodeIndex, *, from_: str | UpstreamTree
     new = as_index(to, upstream_package)
     old = as_index(from_, upstream_package) if from_ is not None else None
     ctx = ScanContext(corpus, new, old, ScanConfig(upstream_package=upstream_package))
-    return run_scan(ctx, select, ignore)
+    result = run_scan(ctx, select, ignore)
+    result.new_source = to if isinstance(to, str) else None
+    result.old_source = from_ if isinstance(from_, str) else None
+    return result

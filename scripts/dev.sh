@@ -40,8 +40,12 @@ case "$cmd" in
     "$VENV/bin/rebasekit" scan --from 0.26.0 --to 0.27.0 "$@"
     rc=$?
     set -e
-    # 0 = clean, 1 = drift found (the expected answer for a new release), 2 = bad input.
-    [ "$rc" -le 1 ] || exit "$rc"
+    # 0 = clean, 1 = drift found (the expected answer for a new release): success.
+    # 2 = bad input or an incomplete analysis, 3 = internal error (a bug): fail with that code.
+    case "$rc" in
+      0|1) ;;
+      *) echo "rebasekit scan failed (exit $rc); see the message above" >&2; exit "$rc" ;;
+    esac
     ;;
   test)
     install_full

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -26,29 +27,114 @@ SarifOpt = Annotated[bool, typer.Option("--sarif", help="Print a SARIF 2.1.0 log
 SelectOpt = Annotated[Optional[list[str]], typer.Option("--select", help="Only these codes (prefix match, repeatable or comma-separated).")]
 IgnoreOpt = Annotated[Optional[list[str]], typer.Option("--ignore", help="Drop these codes (prefix match, repeatable or comma-separated).")]
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+AllowIncompleteOpt = Annotated[bool, typer.Option("--allow-incomplete", help="Exit 0/1 even when part of the analysis could not be done (the warnings are still printed).")]
+
+# The exit-code contract every command holds (README "Exit codes").
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INCOMPLETE = EXIT_BAD_INPUT
+DEBUG_ENV = "REBASEKIT_DEBUG"
+EXIT_CODES_HELP = ("Exit codes: 0 clean, 1 findings, 2 bad input or an incomplete analysis "
+                   "(see --allow-incomplete), 3 internal error (a bug; --debug or "
+                   f"{DEBUG_ENV}=1 shows the traceback).")
 
 
 def err_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+_DEBUG_OPTION = {"on": False}  # set by ``rebasekit --debug`` for the current invocation
+
+
+def set_debug(on: bool) -> None:
+    _DEBUG_OPTION["on"] = on
+
+
+def debug_enabled() -> bool:
+    """``--debug`` given, or ``REBASEKIT_DEBUG`` set to a true value: bugs re-raise."""
+    return _DEBUG_OPTION["on"] or os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def fail(message: str, hint: str | None, code: int) -> typer.Exit:
+    """Print ``error: message`` (and ``hint: ...``) on stderr; the Exit to raise."""
+    console = err_console()
+    # Messages quote TOML tables and code ("[tool.rebasekit]"): never read them as markup.
+    console.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
+    if hint:
+        console.print(f"[bold]hint:[/bold] {escape(hint)}", soft_wrap=True)
+    return typer.Exit(code)
+
+
 def handle_errors(func: Callable) -> Callable:
-    """Turn :class:`RebasekitError` into a two-line message and exit code 2."""
+    """Hold the exit-code contract: bad input 2, a bug 3, never a traceback by default.
+
+    A :class:`RebasekitError` (the user can fix it) and an ``OSError`` on a path the user
+    named (missing, unwritable, a file where a folder belongs) exit 2 with a one-line
+    message; anything else is a bug in rebasekit: one line saying so and how to see the
+    traceback, exit 3 (never 1, which would read as "findings").
+    """
 
     @wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.BadParameter, KeyboardInterrupt, SystemExit):
+            raise
         except RebasekitError as exc:
-            console = err_console()
-            # Messages quote TOML tables and code ("[tool.rebasekit]"): never read them as markup.
-            console.print(f"[bold red]error:[/bold red] {escape(exc.message)}", soft_wrap=True)
-            if exc.hint:
-                console.print(f"[bold]hint:[/bold] {escape(exc.hint)}", soft_wrap=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            if debug_enabled():
+                raise
+            raise fail(exc.message, exc.hint, EXIT_BAD_INPUT) from None
+        except OSError as exc:
+            if debug_enabled():
+                raise
+            where = exc.filename if exc.filename is not None else "a file"
+            raise fail(f"{where}: {exc.strerror or exc}",
+                       "check that the path exists, is of the right kind (file or folder) and is writable",
+                       EXIT_BAD_INPUT) from None
+        except Exception as exc:  # noqa: BLE001 - the contract: a bug exits 3, with one line
+            if debug_enabled():
+                raise
+            raise fail(f"internal error (a bug in rebasekit): {type(exc).__name__}: {exc}",
+                       f"rerun with --debug (or {DEBUG_ENV}=1) for the traceback and report it",
+                       EXIT_INTERNAL) from None
 
     return wrapper
+
+
+def warn_degradations(degradations) -> None:
+    """One ``warning:`` line per degradation on stderr (for --json/--sarif runs)."""
+    console = err_console()
+    for d in degradations:
+        console.print(f"[bold yellow]warning:[/bold yellow] {escape(d.render())}", soft_wrap=True)
+
+
+def verdict(has_findings: bool, degradations, allow_incomplete: bool) -> int:
+    """The exit code of an analysis: incomplete (2) unless allowed, else findings (1) or clean (0)."""
+    if degradations and not allow_incomplete:
+        fail(f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)",
+             "fix what the warnings name, or pass --allow-incomplete to accept a partial result",
+             EXIT_INCOMPLETE)
+        return EXIT_INCOMPLETE
+    return EXIT_FINDINGS if has_findings else EXIT_CLEAN
+
+
+def gate(degradations, allow_incomplete: bool, *, writes: bool = True) -> None:
+    """Warn about each degradation; stop with exit 2 (before any write) unless allowed."""
+    warn_degradations(degradations)
+    if degradations and not allow_incomplete:
+        raise fail(f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)"
+                   + ("; nothing was written" if writes else ""),
+                   "fix what the warnings name, or pass --allow-incomplete", EXIT_INCOMPLETE)
+
+
+def known_codes_check(values: tuple[str, ...], option: str) -> tuple[str, ...]:
+    """Refuse ``--select``/``--ignore`` values that are no code or code prefix (exit 2)."""
+    from rebasekit.codes import CODES
+
+    unknown = [v for v in values if not any(code.startswith(v) for code in CODES)]
+    if unknown:
+        raise InputError(f"{option} {', '.join(unknown)}: no such code",
+                         hint="known codes: " + ", ".join(sorted(CODES)))
+    return values
 
 
 def split_codes(values: list[str] | None) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 from rebasekit.atomic import check_replaceable, write_generated
-from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, handle_errors
+from rebasekit.commands._common import AllowIncompleteOpt, handle_errors, verdict, warn_degradations
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
 from rebasekit.history.render import dumps, print_table, to_markdown
@@ -32,7 +32,8 @@ HELP = " ".join([
     "Anomaly flags (advisory) are computed in pin order, columns of one pin counted once"
     " (the rightmost), a bump being the step from one pin to the next; STALLED needs at"
     f" least {MIN_PRIOR_BUMPS} earlier bumps.\n\n{_RULES}\n\n"
-    "Exit code: 0 no flag raised, 1 at least one flag, 2 bad input."
+    "Exit code: 0 no flag raised, 1 at least one flag, 2 bad input or an incomplete ledger (a shallow"
+    " clone, a revision whose pyproject does not parse; see --allow-incomplete), 3 internal error."
 ])
 
 
@@ -84,6 +85,7 @@ def compare_pins_cmd(
         [], "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."),
     write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown ledger here."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
+    allow_incomplete: AllowIncompleteOpt = False,
     force: bool = typer.Option(False, "--force", help="Let --write replace a file rebasekit did not generate."),
 ) -> None:
     if write is not None:
@@ -96,7 +98,8 @@ def compare_pins_cmd(
         exclude=(write_rel,) if write_rel else (),
     )
     ledger = compare_pins(root, options)
-    if write is not None:
+    incomplete = bool(ledger.degradations) and not allow_incomplete
+    if write is not None and not incomplete:  # an incomplete ledger is never committed as the record
         shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
         command = _command_line(history, include_worktree, probes, branch_pattern, shown)
         write_generated(write, to_markdown(ledger, command))
@@ -104,9 +107,10 @@ def compare_pins_cmd(
         sys.stdout.write(dumps(ledger) + "\n")
     else:
         print_table(ledger, Console(width=max(Console().width, 100)))
-        if write is not None:
+        if write is not None and not incomplete:
             typer.echo(f"wrote {write}")
-    raise typer.Exit(EXIT_FINDINGS if ledger.flags else EXIT_CLEAN)
+    warn_degradations(ledger.degradations)
+    raise typer.Exit(verdict(bool(ledger.flags), ledger.degradations, allow_incomplete))
 
 
 def register(app: typer.Typer) -> None:

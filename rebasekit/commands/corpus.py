@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from rebasekit.checks.targets import resolve_target, target_member
-from rebasekit.commands._common import PatchBaseOpt, PluginOpt, emit, handle_errors
+from rebasekit.commands._common import PatchBaseOpt, PluginOpt, emit, handle_errors, warn_degradations
+from rebasekit.completeness import of_inputs
 from rebasekit.index import CodeIndex, Status
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
@@ -36,6 +37,7 @@ def show(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
                     continue
                 st = target_member(index, res.symbol, attr.name).status
                 actions[(patch.name, attr.name)] = {Status.FOUND: "replaces", Status.DYNAMIC: "unknown"}.get(st, "adds")
+    warn_degradations(of_inputs(corpus, [index]))  # stderr: the listing below may be partial
     if json_out:
         data = corpus.to_dict()
         for patch in data["patches"]:

@@ -13,10 +13,13 @@ import typer
 from rich.console import Console
 
 from rebasekit.atomic import write_text
-from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, PatchBaseOpt, PluginOpt, emit, handle_errors
+from rebasekit.commands._common import (
+    EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, PatchBaseOpt, PluginOpt, emit, gate, handle_errors,
+)
+from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import build_lock, default_lock_path, dumps, lock_diff, project_root, read_lock
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, pin_from_pyproject
+from rebasekit.history.pins import PinSource, UnreadablePin, pin_from_pyproject
 from rebasekit.index import CodeIndex
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
@@ -29,7 +32,10 @@ def _pin_spec(corpus, vllm: str | None) -> str:
     if vllm:
         return vllm
     pyproject = project_root(corpus) / "pyproject.toml"
-    pin = pin_from_pyproject(pyproject.read_text(), PinSource()) if pyproject.is_file() else None
+    try:
+        pin = pin_from_pyproject(pyproject.read_text(encoding="utf-8"), PinSource()) if pyproject.is_file() else None
+    except (UnreadablePin, UnicodeDecodeError) as exc:
+        raise InputError(f"{pyproject} is not valid TOML ({exc})", hint="fix its syntax, or pass --vllm X.Y.Z") from None
     if not pin:
         raise InputError("no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",
                          hint="pass --vllm X.Y.Z (or a folder)")
@@ -38,11 +44,13 @@ def _pin_spec(corpus, vllm: str | None) -> str:
 
 @handle_errors
 def lock(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOpt = None, lock_file: LockOpt = None,
-         stdout: Annotated[bool, typer.Option("--stdout", help="Print the lock instead of writing it.")] = False) -> None:
+         stdout: Annotated[bool, typer.Option("--stdout", help="Print the lock instead of writing it.")] = False,
+         allow_incomplete: AllowIncompleteOpt = False) -> None:
     """Record every upstream surface the patches bind to, at the pin, in the lock file."""
     corpus = load_corpus(plugin, patch_base)
     index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
     text = dumps(build_lock(corpus, index))
+    gate(of_inputs(corpus, [index]), allow_incomplete)  # a lock of a partial corpus would lie
     if stdout:
         emit(text.rstrip("\n"))
         return
@@ -53,13 +61,14 @@ def lock(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOp
 
 @handle_errors
 def verify(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOpt = None,
-           lock_file: LockOpt = None) -> None:
+           lock_file: LockOpt = None, allow_incomplete: AllowIncompleteOpt = False) -> None:
     """Exit 1 with a diff when the lock no longer matches the pin or the plugin code."""
     corpus = load_corpus(plugin, patch_base)
     path = lock_file or default_lock_path(corpus)
     recorded = read_lock(path)
     index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
     current = build_lock(corpus, index)
+    gate(of_inputs(corpus, [index]), allow_incomplete, writes=False)
     diff = lock_diff(recorded, current, path.name)
     if not diff:
         emit(f"{path.name} is current ({index.tree.package} {index.tree.version})")

@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 from rich.syntax import Syntax
 
-from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, emit, handle_errors
+from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, emit, gate, handle_errors
+from rebasekit.completeness import of_inputs
 from rebasekit.drift.bodies import unified
 from rebasekit.drift.overrides import symbol_definition
 from rebasekit.errors import InputError
@@ -35,10 +36,12 @@ def diff_method(
     from_: Annotated[str, typer.Option("--from", help="OLD tree (folder, X.Y.Z or REPO@REF).")],
     to: Annotated[str, typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF).")],
     plain: Annotated[bool, typer.Option("--unified", help="Plain unified diff, no colour.")] = False,
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
-    """Print how upstream changed one definition (exit 0 unchanged, 1 changed, 2 bad input)."""
+    """Print how upstream changed one definition (exit 0 unchanged, 1 changed, 2 bad input or incomplete, 3 bug)."""
     old, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
     a, b = definition_text(old, target), definition_text(new, target)
+    gate(of_inputs(None, [old, new]), allow_incomplete, writes=False)
     if a is None and b is None:
         raise InputError(f"{target} is neither a function nor a class in {old.tree.label} or {new.tree.label}",
                          hint="give the dotted name where it is defined, e.g. vllm.module.Class.method")

@@ -8,8 +8,9 @@ import typer
 from rich.console import Console
 
 from rebasekit.commands._common import (
-    EXIT_CLEAN, EXIT_FINDINGS, PatchBaseOpt, PluginOpt, emit, handle_errors,
+    EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, PatchBaseOpt, PluginOpt, emit, gate, handle_errors,
 )
+from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
 from rebasekit.drift.port import patch_text, plan_files, plan_port
 from rebasekit.drift.portwrite import refuse_conflict_markers, write_port
@@ -26,6 +27,7 @@ def port(
     plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the patch; write nothing.")] = False,
     skip_conflicts: Annotated[bool, typer.Option("--skip-conflicts", help="Write only clean merges; list conflicting ones with both sides.")] = False,
+    allow_incomplete: AllowIncompleteOpt = False,
     force: Annotated[bool, typer.Option("--force", help="Write even into files with uncommitted git changes.")] = False,
 ) -> None:
     """Merge upstream's OLD→NEW changes into copied overrides and forked files.
@@ -46,6 +48,7 @@ def port(
         from_ = read_lock(path)["upstream"]["version"]
     base, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
     plan = plan_port(corpus, base, new)
+    gate(of_inputs(corpus, [base, new]), allow_incomplete)  # before anything is written
     console = Console(highlight=False, soft_wrap=True)
     files = plan_files(corpus, plan, include_conflicts=not skip_conflicts)
     for line in plan.skipped:

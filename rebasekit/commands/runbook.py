@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from rebasekit.atomic import check_replaceable, write_generated
-from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, handle_errors
+from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, gate, handle_errors
 from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
 from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
@@ -27,7 +27,8 @@ HELP = (
     "build an engine, read from the tests and the helpers they run, placed by the vLLM "
     "features they drive), serving (with --model, a local path), each with its command, what passing "
     "looks like, and the runtime steps the findings put at risk. --record results.json fills "
-    "the results column.\n\nExit code: 0 plan written, 1 a recorded phase failed, 2 bad input."
+    "the results column.\n\nExit code: 0 plan written, 1 a recorded phase failed, 2 bad input or an "
+    "incomplete scan (see --allow-incomplete), 3 internal error."
 )
 
 
@@ -58,6 +59,7 @@ def runbook_cmd(
         MODEL_PLACEHOLDER, "--model",
         help="Model the serving phase starts: a local path on the (offline) GPU machine. The "
              "default, $MODEL, is a placeholder the commands require to be set there."),
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     if write:
         check_replaceable(write, "--write", force)
@@ -69,6 +71,7 @@ def runbook_cmd(
     from rebasekit.scan import scan_plugin
 
     result = scan_plugin(new, from_=old, plugin=root / name.replace(".", "/"))
+    gate(result.degradations, allow_incomplete)  # a plan built on a partial scan would miss risks
     changed = changed_since(root, since, name) if since else []
     settings = Settings(name, entry_point(data), _parse_env(env), model=model)
     book = build_runbook(old, new, result.findings, changed, scan_tests(root, tests, name), settings)

@@ -6,8 +6,8 @@ import typer
 from rich.console import Console
 
 from rebasekit.commands._common import (
-    EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_FINDINGS, FromOpt, IgnoreOpt, JsonOpt, PatchBaseOpt, PluginOpt,
-    SarifOpt, SelectOpt, ToOpt, VllmGitOpt, VllmOpt, VllmVersionOpt, emit, handle_errors, pick_trees, split_codes,
+    EXIT_BAD_INPUT, EXIT_CODES_HELP, AllowIncompleteOpt, FromOpt, IgnoreOpt, JsonOpt, PatchBaseOpt, PluginOpt,
+    SarifOpt, SelectOpt, ToOpt, VllmGitOpt, VllmOpt, VllmVersionOpt, emit, handle_errors, known_codes_check, pick_trees, split_codes, verdict, warn_degradations,
 )
 from rebasekit.errors import InputError
 from rebasekit.report import render_table, to_json, to_sarif
@@ -15,24 +15,27 @@ from rebasekit.scan import scan_plugin
 
 
 def _run(base_select: tuple[str, ...], plugin, patch_base, vllm, vllm_version, vllm_git, from_, to,
-         json_out, sarif_out, select, ignore) -> None:
+         json_out, sarif_out, select, ignore, allow_incomplete) -> None:
     if json_out and sarif_out:
         raise InputError("--json and --sarif both given", hint="choose one output format")
     new_spec, old_spec = pick_trees(vllm, vllm_version, vllm_git, to, from_)
-    selected = split_codes(select)
+    selected = known_codes_check(split_codes(select), "--select")
+    ignored = known_codes_check(split_codes(ignore), "--ignore")
     if base_select:
         selected = tuple(s for s in selected if s.startswith(base_select)) or base_select
     result = scan_plugin(new_spec, from_=old_spec, plugin=plugin, patch_bases=patch_base,
-                         select=selected, ignore=split_codes(ignore))
+                         select=selected, ignore=ignored)
     if json_out:
         emit(to_json(result))
     elif sarif_out:
         emit(to_sarif(result))
     else:
         render_table(result, Console(highlight=False))
+    if json_out or sarif_out:
+        warn_degradations(result.degradations)
     if any(f.code == "RK001" for f in result.findings):
         raise typer.Exit(EXIT_BAD_INPUT)  # a plugin file does not parse: the input is malformed
-    raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+    raise typer.Exit(verdict(bool(result.findings), result.degradations, allow_incomplete))
 
 
 def _command(base_select: tuple[str, ...]):
@@ -40,13 +43,16 @@ def _command(base_select: tuple[str, ...]):
     def command(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: VllmOpt = None,
                 vllm_version: VllmVersionOpt = None, vllm_git: VllmGitOpt = None, from_: FromOpt = None,
                 to: ToOpt = None, json_out: JsonOpt = False, sarif_out: SarifOpt = False,
-                select: SelectOpt = None, ignore: IgnoreOpt = None) -> None:
+                select: SelectOpt = None, ignore: IgnoreOpt = None,
+                allow_incomplete: AllowIncompleteOpt = False) -> None:
         _run(base_select, plugin, patch_base, vllm, vllm_version, vllm_git, from_, to, json_out,
-             sarif_out, select, ignore)
+             sarif_out, select, ignore, allow_incomplete)
     return command
 
 
 def register(app: typer.Typer) -> None:
-    app.command("scan", help="Run every registered check (exit 0 clean, 1 findings, 2 bad input).")(_command(()))
-    app.command("scan-imports", help="Check the plugin's upstream imports (RK0xx, RK1xx).")(_command(("RK0", "RK1")))
-    app.command("scan-signatures", help="Check patch targets, overrides and _orig_ aliases (RK0xx, RK2xx).")(_command(("RK0", "RK2")))
+    app.command("scan", help="Run every registered check.\n\n" + EXIT_CODES_HELP)(_command(()))
+    app.command("scan-imports", help="Check the plugin's upstream imports (RK0xx, RK1xx).\n\n"
+                + EXIT_CODES_HELP)(_command(("RK0", "RK1")))
+    app.command("scan-signatures", help="Check patch targets, overrides and _orig_ aliases (RK0xx, RK2xx).\n\n"
+                + EXIT_CODES_HELP)(_command(("RK0", "RK2")))

@@ -14,7 +14,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from rebasekit.errors import PluginError
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 needs the tomli backport (same API)
+    import tomli as tomllib
+
+from rebasekit.errors import InputError, PluginError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,14 +38,24 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def rebasekit_config(pyproject: Path | None) -> dict:
-    if pyproject is None:
+def rebasekit_config(config_file: Path | None) -> dict:
+    """The ``[tool.rebasekit]`` table of a pyproject.toml or a package's rebasekit.toml.
+
+    A file that exists but is not valid TOML is an input error: falling back to defaults
+    would silently analyse another plugin or no patches at all.
+    """
+    if config_file is None or not config_file.exists():
         return {}
     try:
-        data = tomllib.loads(pyproject.read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}
-    return data.get("tool", {}).get("rebasekit", {}) or {}
+        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{config_file} is not valid TOML ({exc})",
+                         hint=f"fix the syntax of {config_file.name}") from None
+    tool = data.get("tool", {})
+    table = tool.get("rebasekit", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise InputError(f"{config_file}: tool.rebasekit is not a table", hint="write it as [tool.rebasekit]")
+    return table
 
 
 def default_plugin_dir() -> Path:
@@ -49,9 +64,14 @@ def default_plugin_dir() -> Path:
         pyproject = find_pyproject(start)
         name = rebasekit_config(pyproject).get("plugin")
         if pyproject is not None and name:
+            if not isinstance(name, str):
+                raise InputError(f"{pyproject}: [tool.rebasekit] plugin must be a string, not {name!r}",
+                                 hint='write plugin = "package_name"')
             folder = pyproject.parent / name.replace(".", "/")
             if (folder / "__init__.py").is_file():
                 return folder
+            raise PluginError(f"{pyproject} names plugin {name!r}, but {folder} is not a Python package",
+                              hint="fix [tool.rebasekit] plugin, or pass --plugin PATH")
     bundled = _installed_package_dir(BUNDLED_PLUGIN)
     if bundled is not None:
         return bundled
@@ -85,8 +105,11 @@ def configured_patch_bases(plugin_dir: Path) -> tuple[str, ...]:
     value = rebasekit_config(find_pyproject(plugin_dir)).get("patch-bases")
     if value is None:
         value = rebasekit_config(plugin_dir / "rebasekit.toml").get("patch-bases")
+    if value is None:
+        return ()
     if isinstance(value, str):
         return (value,)
-    if isinstance(value, list):
-        return tuple(str(v) for v in value)
-    return ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InputError(f"patch-bases must be a class name or a list of them, not {value!r}",
+                     hint='write patch-bases = ["ArcticPatch"] in [tool.rebasekit] (or rebasekit.toml)')

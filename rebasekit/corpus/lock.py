@@ -19,6 +19,7 @@ from typing import Any
 
 from rebasekit.corpus.locate import find_pyproject
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.degradation import Degradation
 from rebasekit.errors import InputError, RebasekitError
 
 LOCK_NAME = "rebasekit.lock.json"
@@ -137,18 +138,20 @@ def dumps(lock: dict[str, Any]) -> str:
 
 def read_lock(path: Path) -> dict[str, Any]:
     """Load a lock file; bad or foreign files are input errors (exit 2)."""
+    regenerate = "regenerate it with `rebasekit corpus lock`"
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise InputError(f"no lock file at {path}", hint="create it with `rebasekit corpus lock`") from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not a readable rebasekit lock ({exc})",
-                         hint="regenerate it with `rebasekit corpus lock`") from exc
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or not UTF-8
+        raise InputError(f"{path} is not a readable rebasekit lock ({exc})", hint=regenerate) from exc
     if not isinstance(data, dict) or "schema" not in data or "upstream" not in data:
-        raise InputError(f"{path} is not a rebasekit lock file", hint="regenerate it with `rebasekit corpus lock`")
+        raise InputError(f"{path} is not a rebasekit lock file", hint=regenerate)
     if data["schema"] != SCHEMA:
-        raise InputError(f"{path} uses lock schema {data['schema']}, this rebasekit writes {SCHEMA}",
-                         hint="regenerate it with `rebasekit corpus lock`")
+        raise InputError(f"{path} uses lock schema {data['schema']!r}, this rebasekit writes {SCHEMA}", hint=regenerate)
+    upstream = data["upstream"]
+    if not isinstance(upstream, dict) or not isinstance(upstream.get("version"), str) or not upstream["version"]:
+        raise InputError(f"{path} records no upstream pin (\"upstream\": {{\"version\": \"X.Y.Z\"}})", hint=regenerate)
     return data
 
 
@@ -160,35 +163,50 @@ def lock_diff(recorded: dict[str, Any], current: dict[str, Any], label: str = "l
 
 
 def lock_version(corpus: PluginCorpus) -> str | None:
-    """The pin recorded in the project's lock file, if there is a valid one."""
+    """The pin recorded in the project's lock file; None without a lock file.
+
+    Raises :class:`InputError` for a lock that exists but cannot be used.
+    """
     path = default_lock_path(corpus)
-    if not path.is_file():
+    if not path.exists():
         return None
-    try:
-        return read_lock(path)["upstream"].get("version")
-    except RebasekitError:
-        return None
+    return read_lock(path)["upstream"]["version"]
 
 
 def base_index(ctx: Any) -> Any:
     """The tree drift is measured from: ``--from`` if given, else the lock's pin.
 
     None when neither exists, or when the lock's pin *is* the scanned tree (no drift).
+    A lock that exists but cannot be read, or whose pin cannot be opened (offline, an
+    unknown release), is recorded on ``ctx.degradations``: the drift checks that need it
+    did not run, so the analysis is incomplete, never clean.
     """
     if ctx.old is not None:
         return ctx.old
     if not ctx.config.lock_base:
         return None
-    version = lock_version(ctx.corpus)
+    cache = ctx.config.extra.setdefault("_lock_base", {})
+    if "version" not in cache:
+        try:
+            cache["version"] = lock_version(ctx.corpus)
+        except RebasekitError as exc:
+            cache["version"] = None
+            ctx.degradations.append(Degradation(
+                "lock-unusable", str(default_lock_path(ctx.corpus)),
+                f"{exc.message}; drift since the pin was not checked", exc.hint or "regenerate the lock"))
+    version = cache["version"]
     if not version or version == ctx.new.tree.version:
         return None
-    cache = ctx.config.extra.setdefault("_lock_base", {})
     if version not in cache:
         from rebasekit.index import CodeIndex
         from rebasekit.upstream import open_tree
 
         try:
             cache[version] = CodeIndex(open_tree(version, ctx.new.tree.package))
-        except RebasekitError:
+        except RebasekitError as exc:
             cache[version] = None
+            ctx.degradations.append(Degradation(
+                "lock-base-unavailable", f"{ctx.new.tree.package} {version} (the lock's pin)",
+                f"{exc.message}; drift since the pin was not checked",
+                exc.hint or "make the pinned release reachable, or pass --from OLD"))
     return cache[version]

@@ -14,6 +14,8 @@ import hashlib
 import textwrap
 from dataclasses import dataclass
 
+from rebasekit import pyparse
+
 DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
@@ -39,7 +41,7 @@ def _start(node: DefNode) -> int:
 
 def definitions(source: str, *, nested: bool = True) -> dict[str, Definition]:
     """Every top-level definition (and, with ``nested``, methods of classes) by qualname."""
-    tree = ast.parse(source)
+    tree = pyparse.parse(source)
     lines = source.splitlines(keepends=True)
     out: dict[str, Definition] = {}
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import git
 from gitdb.exc import BadName, BadObject
 
+from rebasekit.degradation import Degradation
 from rebasekit.errors import InputError
-from rebasekit.history.pins import Pin, PinSource, read_pin, version_key
+from rebasekit.history.pins import Pin, PinSource, UnreadablePin, read_pin, version_key
 from rebasekit.history.snapshots import BlobCache, CommitInfo, CommitSnapshot, WorktreeSnapshot
 
 KIND_ORDER = {"commit": 0, "branch": 1, "worktree": 2}
@@ -98,14 +99,29 @@ class ColumnBuilder:
         self.source = source
         self.cache = BlobCache()
         self._pins: dict[tuple[str | None, ...], Pin | None] = {}
+        self._unreadable: dict[tuple[str | None, ...], str] = {}  # pin-file blob ids -> parse error
+        self.degradations: list[Degradation] = []
         # Files whose change alters a column's row values: pin sources and probed files.
         self.watched = tuple(dict.fromkeys(source.paths() + watched))
 
     def pin_of(self, snapshot: CommitSnapshot) -> Pin | None:
         key = tuple(snapshot.blob_id(p) for p in self.source.paths())
         if key not in self._pins:
-            self._pins[key] = read_pin(snapshot.read, self.source)
+            try:
+                self._pins[key] = read_pin(snapshot.read, self.source)
+            except UnreadablePin as exc:
+                self._pins[key] = None
+                self._unreadable[key] = str(exc)
+        if key in self._unreadable:
+            self.degradations.append(Degradation(
+                "revision-unreadable", f"commit {snapshot.commit.hexsha[:10]}",
+                f"{self.source.pyproject} is not valid TOML there ({self._unreadable[key]}); its pin is unknown "
+                "and the revision was left out of the ledger",
+                "fix the file in a new commit on that branch, or pass --allow-incomplete to accept the ledger without it"))
         return self._pins[key]
+
+    def unreadable(self, snapshot: CommitSnapshot) -> bool:
+        return tuple(snapshot.blob_id(p) for p in self.source.paths()) in self._unreadable
 
     def _last_change(self, ref: str) -> CommitInfo | None:
         out = self.repo.git.log(ref, "-1", "--first-parent", "--format=%H", "--", *self.watched)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import git
 
+from rebasekit.degradation import Degradation
 from rebasekit.errors import InputError
 from rebasekit.history.columns import (ColumnBuilder, find_branches, has_commits, open_repo,
                                        order_columns)
@@ -44,6 +45,19 @@ def _probes(root: Path, settings: HistorySettings, explicit: Path | None) -> lis
     return load_probes(default) if default.is_file() else PIN_ONLY
 
 
+def shallow_clone(repo: git.Repo) -> Degradation | None:
+    """A shallow clone (most CI checkouts) lacks the commits that declared older pins."""
+    try:
+        shallow = repo.git.rev_parse("--is-shallow-repository").strip() == "true"
+    except git.GitCommandError:
+        shallow = (Path(repo.git_dir) / "shallow").is_file()
+    if not shallow:
+        return None
+    return Degradation("shallow-history", str(repo.working_tree_dir),
+                       "the repository is a shallow clone: commits and pins before its depth are missing",
+                       "run `git fetch --unshallow` (or check out with full history, e.g. fetch-depth: 0)")
+
+
 def compare_pins(path: Path, options: CompareOptions) -> Ledger:
     """Build the ledger for the repository at ``path`` (see the module docs of the parts)."""
     repo = open_repo(path)
@@ -60,7 +74,12 @@ def compare_pins(path: Path, options: CompareOptions) -> Ledger:
     main, main_ref = _main_name(repo, found, settings.main_branch)
     found.setdefault(main, main_ref)
     branches = [builder.branch(name, ref) for name, ref in sorted(found.items())]
+    # a branch whose pyproject does not parse has an unknown pin, not "no pin": leave it out
+    branches = [b for b in branches if not builder.unreadable(b.snapshot)]
     commits = builder.history(main_ref if options.history == "" else options.history) \
         if options.history is not None else []
     worktree = builder.worktree() if options.include_worktree else None
-    return build_ledger(order_columns(branches, commits, worktree, main), probes)
+    ledger = build_ledger(order_columns(branches, commits, worktree, main), probes)
+    shallow = shallow_clone(repo)
+    ledger.degradations = list(dict.fromkeys(([shallow] if shallow else []) + builder.degradations))
+    return ledger

@@ -8,8 +8,9 @@ one group to the next.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from rebasekit.degradation import Degradation
 from rebasekit.history.columns import Column
 from rebasekit.history.probes import Cell, Probe, evaluate
 
@@ -42,6 +43,8 @@ class Row:
 class Ledger:
     columns: list[Column]
     rows: list[Row]
+    # What the ledger could not include (a shallow clone, an unreadable revision).
+    degradations: list[Degradation] = field(default_factory=list)
 
     @property
     def flags(self) -> list[Flag]:

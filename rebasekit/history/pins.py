@@ -70,11 +70,23 @@ def _exact_version(requirement: Requirement) -> str | None:
     return None
 
 
-def parse_toml(text: str) -> dict:
-    """Parse TOML, or return an empty table when the file is not valid TOML."""
+class UnreadablePin(ValueError):
+    """The file that declares the pin exists but is not valid TOML: the pin is unknown, not absent."""
+
+
+def strict_toml(text: str) -> dict:
+    """Parse TOML; a file that is not valid TOML raises :class:`UnreadablePin`."""
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        raise UnreadablePin(str(exc)) from None
+
+
+def parse_toml(text: str) -> dict:
+    """Parse TOML, or return an empty table when the file is not valid TOML (probe values)."""
+    try:
+        return strict_toml(text)
+    except UnreadablePin:
         return {}
 
 
@@ -97,7 +109,7 @@ def requirement_in(items: object, package: str) -> Requirement | None:
 
 def pin_from_pyproject(text: str, source: PinSource) -> str | None:
     """The exact version the configured extra pins ``source.package`` to, if any."""
-    data = parse_toml(text)
+    data = strict_toml(text)
     extras = data.get("project", {}).get("optional-dependencies", {})
     if not isinstance(extras, dict):
         return None
@@ -125,7 +137,10 @@ def constant_value(text: str, name: str) -> str | None:
 
 
 def read_pin(read_file: FileReader, source: PinSource) -> Pin | None:
-    """The pin of one snapshot: the extra first, the code constant as fallback."""
+    """The pin of one snapshot: the extra first, the code constant as fallback.
+
+    Raises :class:`UnreadablePin` when the pyproject is not valid TOML (the pin is unknown).
+    """
     text = read_file(source.pyproject)
     if text is not None:
         version = pin_from_pyproject(text, source)

@@ -9,6 +9,7 @@ generation time is printed.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
@@ -137,7 +138,8 @@ def to_json(ledger: Ledger) -> dict[str, Any]:
         for r in ledger.rows
     ]
     flags = [{"code": f.code, "label": f.label, "detail": f.detail} for f in ledger.flags]
-    return {"columns": columns, "rows": rows, "flags": flags}
+    return {"columns": columns, "rows": rows, "flags": flags, "complete": not ledger.degradations,
+            "degradations": [asdict(d) for d in ledger.degradations]}
 
 
 def dumps(ledger: Ledger) -> str:

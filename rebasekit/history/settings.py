@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, parse_toml
+from rebasekit.history.pins import PinSource, UnreadablePin, strict_toml
 
 DEFAULT_BRANCH_GLOBS = ("rebase/vllm_v*",)
 DEFAULT_PROBES = "probes/evolution_probes.toml"
@@ -61,7 +61,12 @@ def _constant(table: dict) -> tuple[str | None, str]:
 
 def settings_from_text(pyproject_text: str | None) -> HistorySettings:
     """Settings from a ``pyproject.toml`` text (defaults for whatever is absent)."""
-    table = parse_toml(pyproject_text or "").get("tool", {}).get("rebasekit", {})
+    try:
+        data = strict_toml(pyproject_text or "")
+    except UnreadablePin as exc:
+        raise InputError(f"pyproject.toml is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml") from None
+    tool = data.get("tool", {})
+    table = tool.get("rebasekit", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         table = {}
     globs = table.get("rebase-branches", list(DEFAULT_BRANCH_GLOBS))

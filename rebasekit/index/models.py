@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rebasekit.datacodec import record
 
-FACTS_FORMAT = 3
+FACTS_FORMAT = 4  # 4: modules in a newer grammar parse (rebasekit.pyparse) instead of syntax_error
 
 
 @record

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 from rebasekit import __version__
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _tree(label: str | None, version: str | None, source: str | None, root: str | None) -> dict[str, Any] | None:
+    if label is None:
+        return None
+    return {"label": label, "version": version, "source": source, "root": root}
 
 
 def to_document(result) -> dict[str, Any]:
@@ -16,12 +23,13 @@ def to_document(result) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "rebasekit", "version": __version__},
-        "plugin": str(result.corpus.root / result.corpus.package) if result.corpus else None,
-        "upstream": {"to": {"label": result.new_label, "version": result.new_version},
-                     "from": ({"label": result.old_label, "version": result.old_version}
-                              if result.old_label else None)},
+        "plugin": result.plugin_dir,
+        "upstream": {"to": _tree(result.new_label, result.new_version, result.new_source, result.new_root),
+                     "from": _tree(result.old_label, result.old_version, result.old_source, result.old_root)},
+        "complete": result.complete,
+        "degradations": [asdict(d) for d in result.degradations],
         "summary": {"findings": len(result.findings), "suppressed": len(result.suppressed),
-                    "by_severity": dict(sorted(counts.items()))},
+                    "by_severity": dict(sorted(counts.items())), "degradations": len(result.degradations)},
         "findings": [f.to_dict() for f in result.findings],
     }
 

@@ -24,10 +24,28 @@ _INDENT = 2
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
+def _tree_text(label: str | None, version: str | None, source: str | None, root: str | None) -> str:
+    """``label (version) from SPEC at FOLDER``: what the tree is and where it was read."""
+    text = f"{label}" + (f" ({version})" if version else "")
+    text += f" from {source}" if source and source != label else ""
+    return text + (f" at {root}" if root and root not in (label or "") else "")
+
+
 def render_table(result, console: Console) -> None:
-    """Print ``result``: tables on a wide console, one block per finding otherwise."""
-    header = f"plugin vs {result.new_label}" + (f" (drift since {result.old_label})" if result.old_label else "")
-    print_wrapped(console, Text.assemble(("rebasekit", "bold"), " ", header))
+    """Print ``result``: what was scanned, any warnings, then the findings.
+
+    Tables on a wide console, one block per finding otherwise.
+    """
+    print_wrapped(console, Text.assemble(("rebasekit", "bold"), " plugin ", result.plugin_dir or "(none)"))
+    print_wrapped(console, Text(f"  NEW: {_tree_text(result.new_label, result.new_version, result.new_source, result.new_root)}"))
+    if result.old_label:
+        print_wrapped(console, Text(f"  OLD: {_tree_text(result.old_label, result.old_version, result.old_source, result.old_root)}"
+                                    " (drift since)"))
+    for d in result.degradations:
+        print_wrapped(console, Text.assemble(("warning: ", "bold yellow"), d.render()))
+    if result.degradations:
+        print_wrapped(console, Text(f"incomplete analysis: {len(result.degradations)} warning(s) above; "
+                                    "the result below does not cover them", "bold yellow"))
     if not result.findings:
         console.print(Text("no findings", "green")
                       + Text(f" ({len(result.suppressed)} suppressed)" if result.suppressed else ""))

@@ -8,12 +8,18 @@ import git
 
 from rebasekit.errors import InputError
 from rebasekit.gitref import verify_commit
-from rebasekit.history.pins import parse_toml
+from rebasekit.history.pins import UnreadablePin, strict_toml
 
 
 def read_pyproject(root: Path) -> dict:
+    """The project's pyproject table ({} without one); a broken file is an input error."""
     path = root / "pyproject.toml"
-    return parse_toml(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        return strict_toml(path.read_text(encoding="utf-8"))
+    except (UnreadablePin, UnicodeDecodeError) as exc:
+        raise InputError(f"{path} is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml") from None
 
 
 def plugin_name(data: dict, explicit: str | None) -> str:

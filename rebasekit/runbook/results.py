@@ -52,6 +52,9 @@ def load_results(path: Path, phase_keys: list[str]) -> dict[str, Result]:
         raise InputError(f"results file {path} does not exist")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         hint="save the results file as UTF-8 JSON") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON: {exc}") from None
+        raise InputError(f"{path} is not valid JSON: {exc}", hint="fix the JSON of the results file") from None
     return parse_results(data, phase_keys, str(path))

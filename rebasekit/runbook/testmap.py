@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebasekit.errors import InputError
 from rebasekit.runbook.e2e import EngineUse, engine_use
 from rebasekit.sourcefile import read_source_text
 
@@ -88,6 +89,9 @@ def parse_test_file(path: Path, rel: str, plugin: str) -> TestFile:
 def scan_tests(root: Path, tests_dir: str, plugin: str) -> list[TestFile]:
     """Every ``test_*.py`` / ``*_test.py`` under ``root/tests_dir``, in path order."""
     base = root / tests_dir
+    if not base.is_dir():
+        raise InputError(f"--tests {tests_dir}: no such folder under {root}",
+                         hint="pass --tests with the project's test folder (relative to --project)")
     files = sorted(p for p in base.rglob("*.py")
                    if p.name.startswith("test_") or p.name.endswith("_test.py"))
     suite = []
@@ -95,6 +99,9 @@ def scan_tests(root: Path, tests_dir: str, plugin: str) -> list[TestFile]:
         info = parse_test_file(path, path.relative_to(root).as_posix(), plugin)
         info.engine = engine_use(path, root, base)
         suite.append(info)
+    if not suite:
+        raise InputError(f"--tests {tests_dir}: no test_*.py or *_test.py file under {base}",
+                         hint="pass --tests with the folder that holds the project's tests")
     return suite
 
 

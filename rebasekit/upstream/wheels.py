@@ -246,7 +246,7 @@ def _extract(wheel: Path, staging: Path, package: str) -> None:
     if not any(f.startswith(package + "/") for f in files):
         shutil.rmtree(staging, ignore_errors=True)
         raise DownloadError(f"{wheel.name} contains no '{package}' package",
-                            hint="check the package name the tree is read for")
+                            hint=f"the wheel must hold a top-level '{package}' folder; or pass --vllm PATH to a source folder")
     manifest = {"format": MANIFEST_FORMAT, "wheel": wheel.name, "count": len(files),
                 "bytes": total, "sha256": digest.hexdigest(), "files": files}
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))

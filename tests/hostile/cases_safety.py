@@ -68,13 +68,14 @@ def _plant_in_every_entry(tmp: Path, payload: bytes) -> dict[str, Any]:
     from rebasekit.index.models import FACTS_FORMAT
 
     tree = TINY / "upstream_new"
-    facts = tmp / "cache" / "index" / f"facts-v{FACTS_FORMAT}"
-    for path in sorted(tree.rglob("*.py")):
-        key = facts_key(path.relative_to(tree).as_posix(), path.read_bytes())
-        for suffix in (".json", ".pkl"):
-            entry = facts / key[:2] / f"{key}{suffix}"
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            entry.write_bytes(payload)
+    for version in range(1, FACTS_FORMAT + 1):  # every layout, so older sources read it too
+        facts = tmp / "cache" / "index" / f"facts-v{version}"
+        for path in sorted(tree.rglob("*.py")):
+            key = facts_key(path.relative_to(tree).as_posix(), path.read_bytes())
+            for suffix in (".json", ".pkl"):
+                entry = facts / key[:2] / f"{key}{suffix}"
+                entry.parent.mkdir(parents=True, exist_ok=True)
+                entry.write_bytes(payload)
     return _cache_env(tmp)
 
 

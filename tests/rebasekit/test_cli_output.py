@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 from rebasekit.codes import CODES
@@ -90,6 +90,7 @@ def test_sarif_2_1_0_structure():
         for rel in result.get("relatedLocations", []):
             assert isinstance(rel["id"], int) and rel["id"] >= -1
             _check_physical(rel["physicalLocation"], set(bases))
+            assert rel["physicalLocation"]["artifactLocation"]["uriBaseId"] in bases  # declared
             _check_message(rel["message"])
         assert isinstance(result.get("properties", {}), dict)
     # one result per JSON finding, same codes in the same order
@@ -125,14 +126,15 @@ def test_select_and_ignore_through_the_cli():
     comma = scan_json("--select", ",".join(two))["findings"]
     repeated = scan_json("--select", two[0], "--select", two[1])["findings"]
     assert comma == repeated and {f["code"] for f in comma} == set(two)
-    assert run("scan", "--plugin", PLUGIN, "--vllm", NEW, "--select", "RK9").exit_code == 0
+    unknown = run("scan", "--plugin", PLUGIN, "--vllm", NEW, "--select", "RK9")
+    assert unknown.exit_code == 2 and "RK9: no such code" in unknown.output and "RK101" in unknown.output
 
 
 def test_inline_suppressions_through_the_cli(tmp_path):
     doc = scan_json()
     assert doc["summary"]["suppressed"] >= 2
+    shutil.copytree(Path(PLUGIN).parent, tmp_path / "plug")  # with its pyproject (patch-bases)
     dest = tmp_path / "plug" / "tinyplug"
-    shutil.copytree(PLUGIN, dest)
     bad = dest / "bad.py"
     lines = bad.read_text().splitlines()
     marked = [n for n, line in enumerate(lines, 1) if "rebasekit: ignore[" in line]

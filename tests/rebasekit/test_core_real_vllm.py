@@ -48,7 +48,7 @@ def test_drift_runs_and_every_finding_points_at_real_code(indexes, new):
 
 
 def test_unknown_version_is_bad_input():
-    from typer.testing import CliRunner
+    from cli_runner import StrictRunner as CliRunner
 
     from rebasekit.cli import app
 

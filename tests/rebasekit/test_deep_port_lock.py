@@ -6,7 +6,7 @@ import ast
 import json
 
 from deep_helpers import NEW, OLD, PLUGIN, copy_fixtures
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 

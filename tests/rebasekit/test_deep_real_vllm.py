@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 from rebasekit.drift.overrides import symbol_definition

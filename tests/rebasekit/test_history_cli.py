@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from history_gitrepo import GitRepo, pyproject
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 

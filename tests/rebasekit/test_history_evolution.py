@@ -13,7 +13,7 @@ from pathlib import Path
 
 import git
 import pytest
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from history_gitrepo import GitRepo, pyproject
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 from rebasekit.history.ledger import flags_for

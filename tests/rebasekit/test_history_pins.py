@@ -6,7 +6,7 @@ import pytest
 from history_gitrepo import pyproject
 
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, constant_value, pin_from_pyproject, read_pin, version_key
+from rebasekit.history.pins import PinSource, UnreadablePin, constant_value, pin_from_pyproject, read_pin, version_key
 from rebasekit.history.settings import settings_from_text
 
 SOURCE = PinSource(constant_file="plug/plugin.py")
@@ -36,8 +36,10 @@ def test_other_extra_name_is_configurable():
     assert pin_from_pyproject(text, PinSource(extra="engine")) == "0.27.0"
 
 
-def test_invalid_toml_gives_no_pin():
-    assert pin_from_pyproject("[project\nvllm==0.26.0", SOURCE) is None
+def test_invalid_toml_is_an_unreadable_pin_not_no_pin():
+    # "no pin" would show the revision as VANISHED in the ledger; its pin is unknown instead
+    with pytest.raises(UnreadablePin, match="line 1"):
+        pin_from_pyproject("[project\nvllm==0.26.0", SOURCE)
 
 
 def test_constant_fallback_when_extra_is_unpinned():

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 from rebasekit.findings import Finding, Location, Severity

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import StrictRunner as CliRunner
 
 from rebasekit.cli import app
 from rebasekit.runbook.e2e import engine_use

@@ -19,16 +19,9 @@ _SPEC = importlib.util.spec_from_file_location(
 cases_safety = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(cases_safety)
 
-# Skipped files reach the exit code through the incomplete-analysis policy (exit 2 and a
-# printed warning); until that policy is in, these cases exit 1 without the warning.
-NEEDS_EXIT_POLICY = {"plugin-pipe-devzero-dangling-folder-oversized", "tree-pipe-devzero-dangling-folder-oversized"}
-
-
 def _params():
     for case in cases_safety.CASES:
-        marks = [pytest.mark.xfail(reason="needs the incomplete-analysis exit policy", strict=True)] \
-            if case["name"] in NEEDS_EXIT_POLICY else []
-        yield pytest.param(case, id=case["name"], marks=marks)
+        yield pytest.param(case, id=case["name"])
 
 
 def _digest(path: Path) -> str:
