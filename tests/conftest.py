@@ -43,3 +43,32 @@ def no_patch_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
         if r not in before and r.target.split(".")[0] == "vllm"
     ]
     assert not leaked, f"{request.module.__name__} left patches applied: {leaked}"
+
+
+@pytest.fixture(scope="session")
+def config_only_llama(tmp_path_factory):
+    """Make (once per context length) a config-only Llama checkpoint folder.
+
+    vLLM plans engines, schedulers and block tables from the config alone, so CPU tests
+    need no weights; suites differ only in the context length they plan for.
+    """
+    made: dict[int, object] = {}
+
+    def make(max_position_embeddings: int):
+        if max_position_embeddings not in made:
+            from transformers import LlamaConfig
+
+            path = tmp_path_factory.mktemp(f"llama-ctx{max_position_embeddings}")
+            LlamaConfig(
+                vocab_size=256,
+                hidden_size=64,
+                intermediate_size=128,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                max_position_embeddings=max_position_embeddings,
+            ).save_pretrained(path)
+            made[max_position_embeddings] = path
+        return made[max_position_embeddings]
+
+    return make

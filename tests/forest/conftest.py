@@ -30,21 +30,9 @@ def reverted_patches() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_dir(tmp_path_factory) -> Path:
-    """A config-only Llama checkpoint (vLLM plans without weights)."""
-    from transformers import LlamaConfig
-
-    path = tmp_path_factory.mktemp("forest-llama")
-    LlamaConfig(
-        vocab_size=256,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-    ).save_pretrained(path)
-    return path
+def tiny_llama_dir(config_only_llama) -> Path:
+    """A config-only Llama checkpoint with an 8k context (vLLM plans without weights)."""
+    return config_only_llama(8192)
 
 
 @pytest.fixture(scope="session")

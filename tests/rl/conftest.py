@@ -67,18 +67,6 @@ def in_vllm_config(cpu_vllm_config) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_dir(tmp_path_factory) -> Path:
+def tiny_llama_dir(config_only_llama) -> Path:
     """A config-only Llama checkpoint directory (vLLM needs no weights to plan)."""
-    from transformers import LlamaConfig
-
-    path = tmp_path_factory.mktemp("tiny-llama")
-    LlamaConfig(
-        vocab_size=256,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    ).save_pretrained(path)
-    return path
+    return config_only_llama(512)
