@@ -1,0 +1,65 @@
+"""Per-module mutation score from mutmut 3's result files (``mutants/**/*.py.meta``).
+
+Killed means a test failed (or pytest errored) with the mutant in place; a timeout also
+counts as killed, the way mutmut's own summary counts it. Everything else that ran is a
+survivor; mutants no selected test reaches are listed separately as "no tests".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+KILLED = {1, 3, 36, -24, 24, 152, 255}
+SURVIVED = {0}
+NO_TESTS = {5, 33}
+GROUPS = ("rebasekit/checks", "rebasekit/drift", "arctic_inference/patching.py",
+          "arctic_inference/suffix_decoding/cache.py")
+
+
+def group_of(path: str) -> str:
+    return next((g for g in GROUPS if path.startswith(g)), path)
+
+
+def main(mutants: Path) -> int:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    survivors: list[str] = []
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        source = meta.relative_to(mutants).as_posix().removesuffix(".meta")
+        data = json.loads(meta.read_text())
+        for name, code in sorted(data.get("exit_code_by_key", {}).items()):
+            c = counts[group_of(source)]
+            c["total"] += 1
+            if code in KILLED:
+                c["killed"] += 1
+            elif code in SURVIVED:
+                c["survived"] += 1
+                survivors.append(name)
+            elif code in NO_TESTS:
+                c["no tests"] += 1
+                survivors.append(name + "  (no tests)")
+            elif code is None:
+                c["not checked"] += 1
+            else:
+                c[f"other ({code})"] += 1
+    if not counts:
+        print(f"no mutmut results under {mutants}", file=sys.stderr)
+        return 2
+    total = Counter()
+    print(f"{'module':45} {'killed':>7} {'total':>6} {'score':>7}  other")
+    for group in sorted(counts):
+        c = counts[group]
+        total.update(c)
+        rest = ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k not in ("killed", "total"))
+        print(f"{group:45} {c['killed']:7} {c['total']:6} {c['killed'] / c['total']:7.1%}  {rest}")
+    rest = ", ".join(f"{k} {v}" for k, v in sorted(total.items()) if k not in ("killed", "total"))
+    print(f"{'all':45} {total['killed']:7} {total['total']:6} {total['killed'] / total['total']:7.1%}  {rest}")
+    if "--survivors" in sys.argv:
+        print("\n".join(survivors))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
