@@ -43,6 +43,15 @@ FILES = {
         "        else:\n"
         "            self.runner = Runner()\n"
     ),
+    # A conditional expression picking the twin through an import alias.
+    "vllm/envs.py": "VLLM_USE_V2 = False\n",
+    "vllm/worker/pick.py": (
+        "from vllm import envs\n"
+        "from vllm.worker.runner import Runner\n"
+        "from vllm.worker.v2.runner import Runner as R2\n\n"
+        "def pick():\n"
+        "    return Runner if not envs.VLLM_USE_V2 else R2\n"
+    ),
     # Test helpers that happen to share the name are not part of the product.
     "vllm/worker/test/__init__.py": "",
     "vllm/worker/test/runner.py": "class Runner:\n    pass\n",
@@ -67,7 +76,9 @@ def test_only_the_independent_class_is_a_twin(index: CodeIndex) -> None:
 
 def test_twin_selector_names_the_condition_and_env_var(index: CodeIndex) -> None:
     (twin,) = find_twins(index, "vllm.worker.runner.Runner")
-    (sel,) = twin.selectors
+    by_path = {s.relpath: s for s in twin.selectors}
+    assert set(by_path) == {"vllm/worker/worker.py", "vllm/worker/pick.py"}
+    sel = by_path["vllm/worker/worker.py"]
     assert (sel.relpath, sel.line, sel.branch) == ("vllm/worker/worker.py", 6, "if")
     assert sel.condition == "os.getenv('VLLM_USE_V2') == '1'"
     assert sel.env_vars == ["VLLM_USE_V2"]
@@ -79,3 +90,12 @@ def test_twin_selector_names_the_condition_and_env_var(index: CodeIndex) -> None
 def test_unknown_or_non_class_target_has_no_twins(index: CodeIndex) -> None:
     assert find_twins(index, "vllm.worker.runner.Nope") == []
     assert find_twins(index, "vllm.worker.worker.os") == []
+
+
+def test_conditional_expression_through_an_alias_is_a_selector(index: CodeIndex) -> None:
+    (twin,) = find_twins(index, "vllm.worker.runner.Runner")
+    sel = next(s for s in twin.selectors if s.relpath == "vllm/worker/pick.py")
+    # The twin is the else branch: it is taken when the condition is false.
+    assert (sel.line, sel.branch, sel.condition) == (6, "else", "not envs.VLLM_USE_V2")
+    assert sel.env_vars == ["VLLM_USE_V2"]
+    assert "selects it when `not envs.VLLM_USE_V2` is false (env VLLM_USE_V2)" in sel.render()
