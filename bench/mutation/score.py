@@ -25,23 +25,21 @@ def group_of(path: str) -> str:
 
 def main(mutants: Path) -> int:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
-    survivors: list[str] = []
     for meta in sorted(mutants.rglob("*.py.meta")):
         source = meta.relative_to(mutants).as_posix().removesuffix(".meta")
         data = json.loads(meta.read_text())
         for name, code in sorted(data.get("exit_code_by_key", {}).items()):
             c = counts[group_of(source)]
+            if code is None:  # outside the sample, or the run stopped before it
+                c["not run"] += 1
+                continue
             c["total"] += 1
             if code in KILLED:
                 c["killed"] += 1
             elif code in SURVIVED:
                 c["survived"] += 1
-                survivors.append(name)
             elif code in NO_TESTS:
                 c["no tests"] += 1
-                survivors.append(name + "  (no tests)")
-            elif code is None:
-                c["not checked"] += 1
             else:
                 c[f"other ({code})"] += 1
     if not counts:
@@ -53,11 +51,9 @@ def main(mutants: Path) -> int:
         c = counts[group]
         total.update(c)
         rest = ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k not in ("killed", "total"))
-        print(f"{group:45} {c['killed']:7} {c['total']:6} {c['killed'] / c['total']:7.1%}  {rest}")
+        print(f"{group:45} {c['killed']:7} {c['total']:6} {c['killed'] / max(c['total'], 1):7.1%}  {rest}")
     rest = ", ".join(f"{k} {v}" for k, v in sorted(total.items()) if k not in ("killed", "total"))
-    print(f"{'all':45} {total['killed']:7} {total['total']:6} {total['killed'] / total['total']:7.1%}  {rest}")
-    if "--survivors" in sys.argv:
-        print("\n".join(survivors))
+    print(f"{'all':45} {total['killed']:7} {total['total']:6} {total['killed'] / max(total['total'], 1):7.1%}  {rest}")
     return 0
 
 

@@ -166,7 +166,7 @@ def test_record_keeps_aliases_the_patch_class_and_descriptor_kinds() -> None:
         assert record.patch_class is KindsPatch
         assert {a.name: a.kind for a in record.attributes} == {"LIMIT": "value", "greet": "function"}
         assert record.patch.endswith("<locals>.KindsPatch")
-        assert record.describe() == f"{record.patch} -> {record.target} + (replaced: greet; added: LIMIT)"
+        assert record.describe() == f"{record.patch} -> {record.target} (replaced: greet; added: LIMIT)"
     finally:
         KindsPatch.revert()
 
