@@ -148,12 +148,17 @@ def test_recovery_env_values(raw, expected) -> None:
     assert SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": raw}) == expected
 
 
-@pytest.mark.parametrize("kw", [
-    {"weight": 0.0}, {"weight": 1.01}, {"max_tail": -1}, {"min_anchor": 0},
-    {"anchor_len": 3, "min_anchor": 4}, {"skips": ()}, {"skips": (1, 3)},
+@pytest.mark.parametrize("kw, message", [
+    ({"weight": 0.0}, r"weight must be in \(0, 1\], got 0.0"),
+    ({"weight": 1.01}, r"weight must be in \(0, 1\], got 1.01"),
+    ({"max_tail": -1}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
+    ({"min_anchor": 0}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
+    ({"anchor_len": 3, "min_anchor": 4}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
+    ({"skips": ()}, r"skips must be a non-empty tuple of 1 and/or 2, got \(\)"),
+    ({"skips": (1, 3)}, r"skips must be a non-empty tuple of 1 and/or 2, got \(1, 3\)"),
 ])
-def test_recovery_settings_out_of_range(kw) -> None:
-    with pytest.raises(ValueError):
+def test_recovery_settings_out_of_range(kw, message) -> None:
+    with pytest.raises(ValueError, match=f"^{message}$"):
         SlipRecovery(**kw)
 
 
