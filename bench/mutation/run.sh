@@ -6,6 +6,8 @@
 #   MUTATION_SAMPLE=4 bash bench/mutation/run.sh    a fixed quarter of them (same names every run)
 #   MUTATION_REF=<commit> ...                   the tests and code of that commit (e.g. a "before" score)
 #   MUTATION_ONLY='rebasekit/drift/parallel.py' ...  one file
+#   MUTATION_KILLED_IN=before ...               skip mutants the run labelled "before" killed
+#                                               (its tests are still here, so they stay killed)
 #   bash bench/mutation/run.sh score            per-module score of the last run
 #   bash bench/mutation/run.sh survivors        each survivor of the last run as a diff
 #
@@ -26,8 +28,9 @@ SAMPLE="${MUTATION_SAMPLE:-1}"
 ONLY="${MUTATION_ONLY:-rebasekit/checks/*.py rebasekit/drift/*.py arctic_inference/patching.py arctic_inference/suffix_decoding/cache.py}"
 HERE="$ROOT/bench/mutation"
 
+KILLED_IN="${MUTATION_KILLED_IN:+$STATE/work-$MUTATION_KILLED_IN/mutants}"
 case "${1:-}" in
-  score) exec "$VENV/bin/python" "$HERE/score.py" "$WORK/mutants" ;;
+  score) exec "$VENV/bin/python" "$HERE/score.py" "$WORK/mutants" $KILLED_IN ;;
   survivors) exec "$VENV/bin/python" "$HERE/survivors.py" "$WORK/mutants" --no-tests ;;
 esac
 
@@ -81,20 +84,24 @@ if [ "$SAMPLE" -gt 1 ]; then
   # Generate the mutants and collect which tests reach them (the pattern selects none),
   # then run the fixed sample: names whose CRC-32 is divisible by the sample factor.
   nice -n 15 "$VENV/bin/mutmut" run --max-children "$WORKERS" "no-mutant-has-this-name" > /dev/null || true
-  mapfile -t names < <("$VENV/bin/python" - "$SAMPLE" <<'PY'
+  mapfile -t names < <("$VENV/bin/python" - "$SAMPLE" $KILLED_IN <<'PY'
 import json, sys, zlib
 from pathlib import Path
 n = int(sys.argv[1])
+killed = set()
+if len(sys.argv) > 2:  # mutants an earlier run of the same sample already killed
+    for meta in Path(sys.argv[2]).rglob("*.py.meta"):
+        killed |= {k for k, c in json.loads(meta.read_text())["exit_code_by_key"].items() if c in (1, 3)}
 for meta in sorted(Path("mutants").rglob("*.py.meta")):
     for name in json.loads(meta.read_text())["exit_code_by_key"]:
-        if zlib.crc32(name.encode()) % n == 0:
+        if zlib.crc32(name.encode()) % n == 0 and name not in killed:
             print(name)
 PY
 )
-  echo "sample: ${#names[@]} mutants (1 in $SAMPLE)"
+  echo "sample: ${#names[@]} mutants to run (1 in $SAMPLE${KILLED_IN:+, less those killed in $KILLED_IN})"
   nice -n 15 "$VENV/bin/mutmut" run --max-children "$WORKERS" "${names[@]}" || true
 else
   nice -n 15 "$VENV/bin/mutmut" run --max-children "$WORKERS" || true
 fi
 cd "$ROOT"
-"$VENV/bin/python" "$HERE/score.py" "$WORK/mutants"
+"$VENV/bin/python" "$HERE/score.py" "$WORK/mutants" $KILLED_IN

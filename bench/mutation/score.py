@@ -23,13 +23,25 @@ def group_of(path: str) -> str:
     return next((g for g in GROUPS if path.startswith(g)), path)
 
 
-def main(mutants: Path) -> int:
+def killed_names(mutants: Path) -> set[str]:
+    out: set[str] = set()
+    for meta in mutants.rglob("*.py.meta"):
+        out |= {k for k, c in json.loads(meta.read_text())["exit_code_by_key"].items() if c in KILLED}
+    return out
+
+
+def main(mutants: Path, killed_earlier: Path | None = None) -> int:
+    """``killed_earlier``: a run of the same sample whose kills count here unless rerun."""
+    earlier = killed_names(killed_earlier) if killed_earlier else set()
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for meta in sorted(mutants.rglob("*.py.meta")):
         source = meta.relative_to(mutants).as_posix().removesuffix(".meta")
         data = json.loads(meta.read_text())
         for name, code in sorted(data.get("exit_code_by_key", {}).items()):
             c = counts[group_of(source)]
+            if code is None and name in earlier:
+                code = 1
+                c["killed earlier"] += 1
             if code is None:  # outside the sample, or the run stopped before it
                 c["not run"] += 1
                 continue
@@ -58,4 +70,4 @@ def main(mutants: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None))
