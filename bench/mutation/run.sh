@@ -6,8 +6,9 @@
 #   MUTATION_SAMPLE=4 bash bench/mutation/run.sh    a fixed quarter of them (same names every run)
 #   MUTATION_REF=<commit> ...                   the tests and code of that commit (e.g. a "before" score)
 #   MUTATION_ONLY='rebasekit/drift/parallel.py' ...  one file
-#   MUTATION_KILLED_IN=before ...               skip mutants the run labelled "before" killed
-#                                               (its tests are still here, so they stay killed)
+#   MUTATION_KILLED_IN=before ...               rerun only the mutants the run labelled "before"
+#                                               ran and did not kill (its tests are all still
+#                                               here, so what it killed stays killed)
 #   bash bench/mutation/run.sh score            per-module score of the last run
 #   bash bench/mutation/run.sh survivors        each survivor of the last run as a diff
 #
@@ -88,13 +89,16 @@ if [ "$SAMPLE" -gt 1 ]; then
 import json, sys, zlib
 from pathlib import Path
 n = int(sys.argv[1])
-killed = set()
-if len(sys.argv) > 2:  # mutants an earlier run of the same sample already killed
+earlier = None
+if len(sys.argv) > 2:  # an earlier run of the same sample: rerun only what it ran and did not kill
+    earlier = {}
     for meta in Path(sys.argv[2]).rglob("*.py.meta"):
-        killed |= {k for k, c in json.loads(meta.read_text())["exit_code_by_key"].items() if c in (1, 3)}
+        earlier.update(json.loads(meta.read_text())["exit_code_by_key"])
 for meta in sorted(Path("mutants").rglob("*.py.meta")):
     for name in json.loads(meta.read_text())["exit_code_by_key"]:
-        if zlib.crc32(name.encode()) % n == 0 and name not in killed:
+        if zlib.crc32(name.encode()) % n:
+            continue
+        if earlier is None or (earlier.get(name) is not None and earlier[name] not in (1, 3)):
             print(name)
 PY
 )
