@@ -69,7 +69,7 @@ def return_shape(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ReturnShape:
     """Collect the shape of every ``return`` in ``func`` (generators count as opaque)."""
     arities: set[int] = set()
     single = opaque = False
-    saw_return = False
+    saw_return = returns_none = False
     for node in _own_nodes(func):
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
             opaque = True
@@ -82,14 +82,15 @@ def return_shape(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ReturnShape:
         elif value is None or isinstance(
             value, (ast.Constant, ast.BinOp, ast.Compare, ast.BoolOp, ast.Dict, ast.Set, ast.JoinedStr, ast.UnaryOp)
         ):
-            if isinstance(value, ast.Constant) and value.value is None and arities:
-                continue  # ``return None`` early-outs next to tuples: Optional[tuple]
+            if isinstance(value, ast.Constant) and value.value is None:
+                returns_none = True  # decided after the walk: next to tuples it is Optional[tuple]
+                continue
             single = True
         elif isinstance(value, ast.Call) and (dotted(value.func) or "_").rsplit(".", 1)[-1][:1].isupper():
             single = True  # ``return SomeOutput(...)``: a constructed object, not a tuple
         else:
             opaque = True
-    if not saw_return:
+    if not saw_return or (returns_none and not arities):
         single = True
     return ReturnShape(frozenset(arities), single, opaque)
 

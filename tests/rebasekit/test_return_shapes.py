@@ -40,12 +40,8 @@ def test_return_classification(source, arities, single, opaque) -> None:
     assert shape(source) == ReturnShape(frozenset(arities), single, opaque)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the Optional[tuple] rule depends on the order the returns are visited (the body is "
-    "walked last statement first): a trailing `return None` after a tuple return counts as "
-    "a single value, an early one does not. Only RK302's wording differs ('a 2-tuple or a "
-    "single value'): unpacks_to ignores `single` once a tuple arity is known"))
 def test_trailing_return_none_next_to_a_tuple_is_also_optional_tuple() -> None:
+    """The Optional[tuple] rule must not depend on which return comes first."""
     assert shape("def f(x):\n    if x:\n        return 1, 2\n    return None\n") == ReturnShape(
         frozenset({2}), False, False)
 
