@@ -72,3 +72,43 @@ def config_only_llama(tmp_path_factory):
         return made[max_position_embeddings]
 
     return make
+
+
+@pytest.fixture
+def reverted_patches() -> Iterator[None]:
+    """Patches the test applies to live vLLM classes are reverted after it."""
+    from arctic_inference.patching import reverting_new_patches
+
+    with reverting_new_patches():
+        yield
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def one_rank_group() -> None:
+    """vLLM's distributed state with one CPU rank on gloo (layers and builders look up
+    their parallel groups); set up once per session, whichever suite asks first."""
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import (
+        init_distributed_environment,
+        initialize_model_parallel,
+        model_parallel_is_initialized,
+    )
+
+    with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
+        if not model_parallel_is_initialized():
+            init_distributed_environment(
+                world_size=1,
+                rank=0,
+                local_rank=0,
+                distributed_init_method=f"tcp://127.0.0.1:{_free_port()}",
+                backend="gloo",
+            )
+            initialize_model_parallel(1, 1)

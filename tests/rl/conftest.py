@@ -9,7 +9,6 @@ device explicitly (vLLM cannot infer it).
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,43 +17,12 @@ import pytest
 pytest.importorskip("vllm")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def reverted_patches() -> Iterator[None]:
-    """Patches the test applies to live vLLM classes are reverted after it."""
-    from arctic_inference.patching import reverting_new_patches
-
-    with reverting_new_patches():
-        yield
-
-
 @pytest.fixture(scope="session")
-def cpu_vllm_config():
+def cpu_vllm_config(one_rank_group):
     """A VllmConfig on the CPU device with a one-rank TP group initialised."""
-    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
-    from vllm.distributed import (
-        init_distributed_environment,
-        initialize_model_parallel,
-        model_parallel_is_initialized,
-    )
+    from vllm.config import DeviceConfig, VllmConfig
 
-    config = VllmConfig(device_config=DeviceConfig(device="cpu"))
-    with set_current_vllm_config(config):
-        if not model_parallel_is_initialized():
-            init_distributed_environment(
-                world_size=1,
-                rank=0,
-                local_rank=0,
-                distributed_init_method=f"tcp://127.0.0.1:{_free_port()}",
-                backend="gloo",
-            )
-            initialize_model_parallel(1, 1)
-    return config
+    return VllmConfig(device_config=DeviceConfig(device="cpu"))
 
 
 @pytest.fixture

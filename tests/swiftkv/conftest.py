@@ -7,7 +7,6 @@ models are built inside ``set_current_vllm_config`` on the CPU device.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,6 @@ pytest.importorskip("vllm")
 
 SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_ckpt(root: Path, name: str, kv_layers: int, **overrides) -> Path:
@@ -51,20 +44,8 @@ def registered():
 
 
 @pytest.fixture(scope="session")
-def tp_group():
-    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
-    from vllm.distributed import (
-        init_distributed_environment,
-        initialize_model_parallel,
-        model_parallel_is_initialized,
-    )
-
-    with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
-        if not model_parallel_is_initialized():
-            init_distributed_environment(
-                world_size=1, rank=0, local_rank=0,
-                distributed_init_method=f"tcp://127.0.0.1:{_free_port()}", backend="gloo")
-            initialize_model_parallel(1, 1)
+def tp_group(one_rank_group):
+    """vLLM's model layers look up the TP group."""
 
 
 def build_vllm_model(ckpt: Path, **engine):
