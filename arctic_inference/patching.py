@@ -270,7 +270,7 @@ class ArcticPatch:
     def orig_aliases(cls) -> dict[str, object]:
         """``_orig_<name>`` aliases, keyed by the target attribute name."""
         return {
-            name[len(ORIG_PREFIX):]: value
+            name[len(ORIG_PREFIX) :]: value
             for name, value in vars(cls).items()
             if name.startswith(ORIG_PREFIX)
         }
@@ -393,4 +393,3 @@ class ArcticPatch:
 
 def _is_bound_base(cls: type) -> bool:
     return cls.__module__ == __name__ and cls.__qualname__.startswith("ArcticPatch[")
-

@@ -26,9 +26,7 @@ def parse_bool(text: str, *, source: str) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ValueError(
-        f"{source}={text!r} is not a boolean. Use 1/true/yes/on or 0/false/no/off."
-    )
+    raise ValueError(f"{source}={text!r} is not a boolean. Use 1/true/yes/on or 0/false/no/off.")
 
 
 def import_object(path: str) -> object:

@@ -23,7 +23,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    import rebasekit.drift.attrs, rebasekit.drift.parallel  # noqa: F401,E401 - register their records
+    import rebasekit.drift.attrs  # noqa: F401,E401 - register their records
 
     values = []
     for path in sorted(index_dir().rglob("*.json")):
@@ -34,7 +34,10 @@ def main() -> None:
     assert [datacodec.loads(b) for b in as_json] == [pickle.loads(b) for b in as_pickle] == values
     times: dict[str, list[float]] = {"json": [], "pickle": []}
     for _ in range(args.repeat):
-        for name, blobs, load in (("json", as_json, datacodec.loads), ("pickle", as_pickle, pickle.loads)):
+        for name, blobs, load in (
+            ("json", as_json, datacodec.loads),
+            ("pickle", as_pickle, pickle.loads),
+        ):
             t = time.perf_counter()
             for _ in range(10):
                 for blob in blobs:
@@ -43,9 +46,13 @@ def main() -> None:
     size = {"json": sum(map(len, as_json)), "pickle": sum(map(len, as_pickle))}
     print(f"{len(values)} entries; per full load, median (min, max) of {args.repeat}:")
     for name, values_ in times.items():
-        print(f"  {name:>6}: {statistics.median(values_) * 1000:.1f} ms ({min(values_) * 1000:.1f}, "
-              f"{max(values_) * 1000:.1f})  {size[name] / 1e6:.2f} MB")
-    print(f"  ratio json/pickle: {statistics.median(times['json']) / statistics.median(times['pickle']):.2f}")
+        print(
+            f"  {name:>6}: {statistics.median(values_) * 1000:.1f} ms ({min(values_) * 1000:.1f}, "
+            f"{max(values_) * 1000:.1f})  {size[name] / 1e6:.2f} MB"
+        )
+    print(
+        f"  ratio json/pickle: {statistics.median(times['json']) / statistics.median(times['pickle']):.2f}"
+    )
 
 
 if __name__ == "__main__":

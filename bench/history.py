@@ -18,9 +18,11 @@ from pathlib import Path
 import git
 
 PYPROJECT = '[project]\nname = "p"\n[project.optional-dependencies]\nvllm = [\n  # pin\n  "vllm=={pin}",\n]\n'
-PROBES = ('[[probe]]\nlabel = "pin"\npin = true\n\n[[probe]]\nlabel = "sig"\nfile = "plug/runner.py"\n'
-          'signature = "R.execute_model"\n\n[[probe]]\nlabel = "rev"\nfile = "plug/runner.py"\n'
-          'constant = "REV"\n')
+PROBES = (
+    '[[probe]]\nlabel = "pin"\npin = true\n\n[[probe]]\nlabel = "sig"\nfile = "plug/runner.py"\n'
+    'signature = "R.execute_model"\n\n[[probe]]\nlabel = "rev"\nfile = "plug/runner.py"\n'
+    'constant = "REV"\n'
+)
 
 
 def blob(lines: list[str], text: str) -> None:  # a commit message
@@ -40,7 +42,9 @@ def build(root: Path, commits: int, merge_every: int, branches: int, pins: int) 
     main_mark = None
     for i in range(commits):
         stamp += 3600
-        files = {"plug/runner.py": f"REV = {i}\nclass R:\n    def execute_model(self, a{i % 7}):\n        return a{i % 7}\n"}
+        files = {
+            "plug/runner.py": f"REV = {i}\nclass R:\n    def execute_model(self, a{i % 7}):\n        return a{i % 7}\n"
+        }
         if i in pin_at:
             pin = pin_at[i]
         files["pyproject.toml"] = PYPROJECT.format(pin=pin)
@@ -51,8 +55,11 @@ def build(root: Path, commits: int, merge_every: int, branches: int, pins: int) 
             side_marks = []
             for k in range(2):
                 mark += 1
-                out += [f"commit refs/heads/feature/f{i}", f"mark :{mark}",
-                        f"committer B <b@x> {stamp + k} +0000"]
+                out += [
+                    f"commit refs/heads/feature/f{i}",
+                    f"mark :{mark}",
+                    f"committer B <b@x> {stamp + k} +0000",
+                ]
                 blob(out, f"side {i}.{k}\n")
                 out.append(f"from :{side_marks[-1] if side_marks else main_mark}")
                 out += [f"M 100644 inline side/f{i}.txt", *(_inline(f"{i}.{k}\n"))]
@@ -70,13 +77,22 @@ def build(root: Path, commits: int, merge_every: int, branches: int, pins: int) 
             out += [f"M 100644 inline {path}", *(_inline(text))]
         main_mark = mark
         if i % max(1, commits // branches) == 0:
-            name = f"rebase/vllm_v0.{i}" if (i // max(1, commits // branches)) % 2 else f"topic/t{i}"
+            name = (
+                f"rebase/vllm_v0.{i}" if (i // max(1, commits // branches)) % 2 else f"topic/t{i}"
+            )
             out += [f"reset refs/heads/{name}", f"from :{mark}"]
     stream = "\n".join(out) + "\n"
-    proc = subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=stream.encode(), check=True)
+    proc = subprocess.run(
+        ["git", "fast-import", "--quiet"], cwd=root, input=stream.encode(), check=True
+    )
     repo.git.checkout("-f", "main")
-    return {"commits": len(list(repo.iter_commits("--all"))), "merges": merges,
-            "branches": len(repo.heads), "pins": len(pin_at) + 1, "returncode": proc.returncode}
+    return {
+        "commits": len(list(repo.iter_commits("--all"))),
+        "merges": merges,
+        "branches": len(repo.heads),
+        "pins": len(pin_at) + 1,
+        "returncode": proc.returncode,
+    }
 
 
 def _inline(text: str) -> list[str]:
@@ -99,17 +115,33 @@ def main() -> int:
         times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            run = subprocess.run([sys.executable, "-m", "rebasekit.cli", "compare-pins", "--repo", str(root),
-                                  "--history", "--json"], capture_output=True, text=True)
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rebasekit.cli",
+                    "compare-pins",
+                    "--repo",
+                    str(root),
+                    "--history",
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+            )
             times.append(time.perf_counter() - start)
             assert run.returncode in (0, 1), run.stderr
         import json
 
         columns = len(json.loads(run.stdout)["columns"])
-    print(f"repo: {shape['commits']} commits ({shape['merges']} merges), {shape['branches']} branches, "
-          f"{shape['pins']} pins -> {columns} columns")
-    print(f"compare-pins --history (whole CLI process): best {min(times):.2f}s, "
-          f"median {sorted(times)[len(times) // 2]:.2f}s over {args.repeat} runs")
+    print(
+        f"repo: {shape['commits']} commits ({shape['merges']} merges), {shape['branches']} branches, "
+        f"{shape['pins']} pins -> {columns} columns"
+    )
+    print(
+        f"compare-pins --history (whole CLI process): best {min(times):.2f}s, "
+        f"median {sorted(times)[len(times) // 2]:.2f}s over {args.repeat} runs"
+    )
     return 0
 
 

@@ -42,8 +42,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_once(old: str, new: str, select: str, env: dict) -> tuple[float, int]:
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CODE, old, new, select, str(REPO / "arctic_inference")], env=env, capture_output=True,
-                         text=True, cwd=env["REBASEKIT_CACHE_DIR"])  # not the repo: "" on sys.path
+    out = subprocess.run(
+        [sys.executable, "-c", CODE, old, new, select, str(REPO / "arctic_inference")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=env["REBASEKIT_CACHE_DIR"],
+    )  # not the repo: "" on sys.path
     if out.returncode != 0:
         sys.exit(f"scan failed:\n{out.stderr}")
     return time.perf_counter() - t, int(out.stdout.split()[1])
@@ -62,9 +67,14 @@ def main() -> None:
     ap.add_argument("new", nargs="?", default="0.27.0")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--select", default="")
-    ap.add_argument("--compare", type=Path, help="folder holding another rebasekit package to time alongside")
-    ap.add_argument("--compare-trees", type=Path,
-                    help="release-tree folder for the --compare copy, when it reads another manifest format")
+    ap.add_argument(
+        "--compare", type=Path, help="folder holding another rebasekit package to time alongside"
+    )
+    ap.add_argument(
+        "--compare-trees",
+        type=Path,
+        help="release-tree folder for the --compare copy, when it reads another manifest format",
+    )
     args = ap.parse_args()
     from rebasekit.paths import cache_root
     from rebasekit.upstream import open_tree
@@ -76,24 +86,32 @@ def main() -> None:
     if args.compare:
         variants.append((f"compare ({args.compare})", args.compare.resolve()))
         variant_trees[variants[-1][0]] = (args.compare_trees or trees).resolve()
-    times: dict[str, dict[str, list[float]]] = {name: {"cold": [], "warm": []} for name, _ in variants}
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"cold": [], "warm": []} for name, _ in variants
+    }
     counts: dict[str, int] = {}
     for _ in range(args.repeat):
         for name, source in variants:
             with tempfile.TemporaryDirectory() as cache:
-                os.symlink(variant_trees[name], os.path.join(cache, "trees"))  # trees kept, parse cache empty
+                os.symlink(
+                    variant_trees[name], os.path.join(cache, "trees")
+                )  # trees kept, parse cache empty
                 env = variant_env(source, cache)
                 cold, counts[name] = run_once(args.old, args.new, args.select, env)
                 warm, _ = run_once(args.old, args.new, args.select, env)
                 times[name]["cold"].append(cold)
                 times[name]["warm"].append(warm)
-    print(f"scan ({args.select or 'all checks'}), plugin vs {args.old} -> {args.new}, "
-          f"{args.repeat} runs each, fresh interpreter per run")
+    print(
+        f"scan ({args.select or 'all checks'}), plugin vs {args.old} -> {args.new}, "
+        f"{args.repeat} runs each, fresh interpreter per run"
+    )
     for name, _ in variants:
         for phase in ("cold", "warm"):
             values = times[name][phase]
-            print(f"{name:>10} {phase}: median {statistics.median(values):.2f} s  (min {min(values):.2f}, "
-                  f"max {max(values):.2f})  {counts[name]} findings")
+            print(
+                f"{name:>10} {phase}: median {statistics.median(values):.2f} s  (min {min(values):.2f}, "
+                f"max {max(values):.2f})  {counts[name]} findings"
+            )
 
 
 if __name__ == "__main__":

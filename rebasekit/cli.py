@@ -33,7 +33,11 @@ COMMAND_MODULES: list[str] = [
 
 
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1).")) -> None:
+def _options(
+    debug: bool = typer.Option(
+        False, "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1)."
+    ),
+) -> None:
     """Options common to every command."""
     set_debug(debug)
 

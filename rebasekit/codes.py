@@ -34,92 +34,199 @@ def get(code: str) -> Code:
     return CODES[code]
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741 (table shorthand)
 
 # -- RK0xx: input and meta ------------------------------------------------------------
-define("RK001", E, "plugin-syntax-error",
-       "A plugin file does not parse; it was skipped and the rest of the plugin was scanned.")
-define("RK002", W, "patch-target-unresolved",
-       "A patch class's target is not a name the plugin imports from upstream, so it cannot be checked.")
-define("RK003", I, "unused-suppression",
-       "A '# rebasekit: ignore[...]' comment suppresses nothing; remove it.")
+define(
+    "RK001",
+    E,
+    "plugin-syntax-error",
+    "A plugin file does not parse; it was skipped and the rest of the plugin was scanned.",
+)
+define(
+    "RK002",
+    W,
+    "patch-target-unresolved",
+    "A patch class's target is not a name the plugin imports from upstream, so it cannot be checked.",
+)
+define(
+    "RK003",
+    I,
+    "unused-suppression",
+    "A '# rebasekit: ignore[...]' comment suppresses nothing; remove it.",
+)
 
 # -- RK1xx: imports -------------------------------------------------------------------
-define("RK101", E, "import-module-missing",
-       "The plugin imports an upstream module that the target tree does not have.")
-define("RK102", E, "import-symbol-missing",
-       "The plugin imports a name the upstream module does not define or re-export, and no "
-       "other definition of it was found.")
-define("RK103", E, "import-symbol-moved",
-       "The imported name is gone from that module but is defined elsewhere in the tree; the "
-       "finding suggests the new import line.")
-define("RK104", E, "import-symbol-renamed",
-       "The imported name is gone and a definition with the same body shape exists under a new "
-       "name next to where it was; the finding suggests the new name.")
-define("RK105", E, "import-symbol-deleted",
-       "The imported name existed in the old tree and is gone from the new one without a "
-       "replacement.")
+define(
+    "RK101",
+    E,
+    "import-module-missing",
+    "The plugin imports an upstream module that the target tree does not have.",
+)
+define(
+    "RK102",
+    E,
+    "import-symbol-missing",
+    "The plugin imports a name the upstream module does not define or re-export, and no "
+    "other definition of it was found.",
+)
+define(
+    "RK103",
+    E,
+    "import-symbol-moved",
+    "The imported name is gone from that module but is defined elsewhere in the tree; the "
+    "finding suggests the new import line.",
+)
+define(
+    "RK104",
+    E,
+    "import-symbol-renamed",
+    "The imported name is gone and a definition with the same body shape exists under a new "
+    "name next to where it was; the finding suggests the new name.",
+)
+define(
+    "RK105",
+    E,
+    "import-symbol-deleted",
+    "The imported name existed in the old tree and is gone from the new one without a replacement.",
+)
 
 # -- RK2xx: patch targets, override signatures, _orig_ aliases ------------------------
-define("RK201", E, "patch-target-missing",
-       "The class or module a patch applies to no longer exists in the tree.")
-define("RK202", E, "patch-target-moved",
-       "The patch target is gone from where the plugin imports it but is defined elsewhere; "
-       "the finding suggests where.")
-define("RK203", W, "override-target-removed",
-       "An override replaced an upstream attribute in the old tree; the new tree no longer has "
-       "it, so the patch now only adds a dead attribute.")
-define("RK210", E, "override-param-added",
-       "The upstream definition gained a parameter the override does not accept; callers that "
-       "pass it will fail (warning when upstream gives it a default).")
-define("RK211", W, "override-param-removed",
-       "The override accepts a parameter the upstream definition no longer has.")
-define("RK212", E, "override-param-renamed",
-       "A parameter at the same position has a different name upstream; keyword callers break.")
-define("RK213", E, "override-params-reordered",
-       "The override and upstream take the same parameters in a different positional order.")
-define("RK214", E, "override-param-kind-changed",
-       "A parameter changed kind (positional-only, keyword-only, *args, **kwargs) upstream.")
-define("RK215", W, "override-default-changed",
-       "A parameter's default differs between the override and upstream.")
-define("RK216", E, "override-member-kind-changed",
-       "The override's kind (method, property, staticmethod, classmethod, attribute) differs "
-       "from what upstream defines under that name.")
-define("RK220", E, "orig-alias-missing",
-       "A '_orig_' alias captures an attribute the target no longer has; the patch fails "
-       "when its class body runs.")
+define(
+    "RK201",
+    E,
+    "patch-target-missing",
+    "The class or module a patch applies to no longer exists in the tree.",
+)
+define(
+    "RK202",
+    E,
+    "patch-target-moved",
+    "The patch target is gone from where the plugin imports it but is defined elsewhere; "
+    "the finding suggests where.",
+)
+define(
+    "RK203",
+    W,
+    "override-target-removed",
+    "An override replaced an upstream attribute in the old tree; the new tree no longer has "
+    "it, so the patch now only adds a dead attribute.",
+)
+define(
+    "RK210",
+    E,
+    "override-param-added",
+    "The upstream definition gained a parameter the override does not accept; callers that "
+    "pass it will fail (warning when upstream gives it a default).",
+)
+define(
+    "RK211",
+    W,
+    "override-param-removed",
+    "The override accepts a parameter the upstream definition no longer has.",
+)
+define(
+    "RK212",
+    E,
+    "override-param-renamed",
+    "A parameter at the same position has a different name upstream; keyword callers break.",
+)
+define(
+    "RK213",
+    E,
+    "override-params-reordered",
+    "The override and upstream take the same parameters in a different positional order.",
+)
+define(
+    "RK214",
+    E,
+    "override-param-kind-changed",
+    "A parameter changed kind (positional-only, keyword-only, *args, **kwargs) upstream.",
+)
+define(
+    "RK215",
+    W,
+    "override-default-changed",
+    "A parameter's default differs between the override and upstream.",
+)
+define(
+    "RK216",
+    E,
+    "override-member-kind-changed",
+    "The override's kind (method, property, staticmethod, classmethod, attribute) differs "
+    "from what upstream defines under that name.",
+)
+define(
+    "RK220",
+    E,
+    "orig-alias-missing",
+    "A '_orig_' alias captures an attribute the target no longer has; the patch fails "
+    "when its class body runs.",
+)
 
 # -- RK3xx: calls into upstream, return shapes, instance attributes (deep drift) -------
-define("RK301", E, "call-does-not-bind",
-       "A plugin call into an upstream function, method or constructor (including "
-       "'_orig_' and super() delegation) no longer binds to its signature: a new required "
-       "argument, a removed keyword, too many positionals. Where upstream now makes the "
-       "same call from another method, the finding says where.")
-define("RK302", E, "return-shape-changed",
-       "The plugin unpacks an upstream call's result ('a, b = f()'); upstream's returns no "
-       "longer give a tuple of that length (changed arity or a single object).")
-define("RK303", E, "instance-attribute-gone",
-       "An override reads 'self.X' on a patched instance but the target class (with its "
-       "bases) no longer assigns or defines X.")
-define("RK304", W, "instance-attribute-kind-changed",
-       "The target class still assigns 'self.X', but from a different kind of value than "
-       "before (e.g. a CPU/GPU buffer wrapper became a plain tensor), so accessors the "
-       "plugin uses on it may break.")
+define(
+    "RK301",
+    E,
+    "call-does-not-bind",
+    "A plugin call into an upstream function, method or constructor (including "
+    "'_orig_' and super() delegation) no longer binds to its signature: a new required "
+    "argument, a removed keyword, too many positionals. Where upstream now makes the "
+    "same call from another method, the finding says where.",
+)
+define(
+    "RK302",
+    E,
+    "return-shape-changed",
+    "The plugin unpacks an upstream call's result ('a, b = f()'); upstream's returns no "
+    "longer give a tuple of that length (changed arity or a single object).",
+)
+define(
+    "RK303",
+    E,
+    "instance-attribute-gone",
+    "An override reads 'self.X' on a patched instance but the target class (with its "
+    "bases) no longer assigns or defines X.",
+)
+define(
+    "RK304",
+    W,
+    "instance-attribute-kind-changed",
+    "The target class still assigns 'self.X', but from a different kind of value than "
+    "before (e.g. a CPU/GPU buffer wrapper became a plain tensor), so accessors the "
+    "plugin uses on it may break.",
+)
 
 # -- RK4xx: bypassed, mirrored and forked code ----------------------------------------
-define("RK401", W, "parallel-implementation",
-       "Upstream has a second class with the patched class's name in another module, and "
-       "a switch that selects it; configurations taking that branch silently bypass the "
-       "patch. The finding names the class and the selecting condition.")
-define("RK402", W, "mirrored-body-drift",
-       "The upstream method an override replaces changed its body between the two pins; "
-       "the override still carries (or wraps) the old behaviour. The upstream diff is "
-       "attached; 'rebasekit port' can merge it.")
-define("RK403", W, "forked-file-drift",
-       "A plugin file declared as a fork of an upstream file ('# rebasekit: fork-of "
-       "path@version' or [tool.rebasekit.forks]) has upstream changes since the recorded "
-       "version in definitions it carries.")
-define("RK404", W, "undeclared-fork",
-       "A plugin module shares most definitions (names and bodies) with one upstream "
-       "file but declares no fork; it is checked as a fork of the old pin and the "
-       "declaration to add is suggested.")
+define(
+    "RK401",
+    W,
+    "parallel-implementation",
+    "Upstream has a second class with the patched class's name in another module, and "
+    "a switch that selects it; configurations taking that branch silently bypass the "
+    "patch. The finding names the class and the selecting condition.",
+)
+define(
+    "RK402",
+    W,
+    "mirrored-body-drift",
+    "The upstream method an override replaces changed its body between the two pins; "
+    "the override still carries (or wraps) the old behaviour. The upstream diff is "
+    "attached; 'rebasekit port' can merge it.",
+)
+define(
+    "RK403",
+    W,
+    "forked-file-drift",
+    "A plugin file declared as a fork of an upstream file ('# rebasekit: fork-of "
+    "path@version' or [tool.rebasekit.forks]) has upstream changes since the recorded "
+    "version in definitions it carries.",
+)
+define(
+    "RK404",
+    W,
+    "undeclared-fork",
+    "A plugin module shares most definitions (names and bodies) with one upstream "
+    "file but declares no fork; it is checked as a fork of the old pin and the "
+    "declaration to add is suggested.",
+)

@@ -33,10 +33,14 @@ def unparsed_modules(index: Any) -> list[Degradation]:
     for facts in getattr(index, "_modules", {}).values():
         subject = f"{index.tree.label}: {facts.relpath}" if facts is not None else ""
         if facts is not None and facts.syntax_error and subject not in known:
-            out.append(Degradation(
-                "file-unparsed", subject,
-                f"does not parse ({facts.syntax_error}); its definitions were not checked",
-                "fix the file, or report the syntax rebasekit cannot read"))
+            out.append(
+                Degradation(
+                    "file-unparsed",
+                    subject,
+                    f"does not parse ({facts.syntax_error}); its definitions were not checked",
+                    "fix the file, or report the syntax rebasekit cannot read",
+                )
+            )
     return out
 
 
@@ -46,12 +50,23 @@ def patch_base_problems(corpus: PluginCorpus) -> list[Degradation]:
         return []
     subject = str(corpus.root / corpus.package)
     if not corpus.patch_bases:
-        return [Degradation("no-patch-bases", subject, "no patch base class names are configured, so no patch was found",
-                            "pass --patch-base NAME or set patch-bases in [tool.rebasekit]")]
-    return [Degradation("patch-bases-unmatched", subject,
-                        f"patch base(s) {', '.join(corpus.patch_bases)} match no class, so no patch was found",
-                        "pass the plugin's patch marker class with --patch-base NAME "
-                        "(or fix patch-bases in [tool.rebasekit])")]
+        return [
+            Degradation(
+                "no-patch-bases",
+                subject,
+                "no patch base class names are configured, so no patch was found",
+                "pass --patch-base NAME or set patch-bases in [tool.rebasekit]",
+            )
+        ]
+    return [
+        Degradation(
+            "patch-bases-unmatched",
+            subject,
+            f"patch base(s) {', '.join(corpus.patch_bases)} match no class, so no patch was found",
+            "pass the plugin's patch marker class with --patch-base NAME "
+            "(or fix patch-bases in [tool.rebasekit])",
+        )
+    ]
 
 
 def unique(items: Iterable[Degradation]) -> list[Degradation]:

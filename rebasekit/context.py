@@ -47,11 +47,27 @@ class ScanContext:
             return None
         return Location(sym.relpath, sym.lineno, None, sym.qualname)
 
-    def finding(self, code: str, message: str, *, plugin: Location | None = None,
-                upstream: Location | None = None, suggestion: str | None = None,
-                subject: str | None = None, severity=None, **details: Any) -> Finding:
+    def finding(
+        self,
+        code: str,
+        message: str,
+        *,
+        plugin: Location | None = None,
+        upstream: Location | None = None,
+        suggestion: str | None = None,
+        subject: str | None = None,
+        severity=None,
+        **details: Any,
+    ) -> Finding:
         """A :class:`Finding` with the code's registered severity (unless overridden)."""
         if subject is not None:
             details["subject"] = subject
-        return Finding(code=code, severity=severity or codes.get(code).severity, message=message,
-                       plugin=plugin, upstream=upstream, suggestion=suggestion, details=details)
+        return Finding(
+            code=code,
+            severity=severity or codes.get(code).severity,
+            message=message,
+            plugin=plugin,
+            upstream=upstream,
+            suggestion=suggestion,
+            details=details,
+        )

@@ -43,7 +43,11 @@ def _name(cls: type) -> str:
 
 def encode(value: Any) -> Any:
     """``value`` as JSON-ready data; raises ``TypeError`` for anything not allowed."""
-    if value is None or isinstance(value, (bool, int, float, str)) and not isinstance(value, enum.Enum):
+    if (
+        value is None
+        or isinstance(value, (bool, int, float, str))
+        and not isinstance(value, enum.Enum)
+    ):
         return value
     if isinstance(value, list):
         return [encode(v) for v in value]
@@ -58,7 +62,10 @@ def encode(value: Any) -> Any:
         raise TypeError(f"{cls.__qualname__} is not a cacheable record (mark it with @record)")
     if isinstance(value, enum.Enum):
         return {"e": _name(cls), "v": value.value}
-    return {"c": _name(cls), "f": [[f.name, encode(getattr(value, f.name))] for f in dataclasses.fields(value)]}
+    return {
+        "c": _name(cls),
+        "f": [[f.name, encode(getattr(value, f.name))] for f in dataclasses.fields(value)],
+    }
 
 
 def dumps(value: Any) -> str:
@@ -102,7 +109,9 @@ def _decode_object(obj: dict) -> Any:
         if "c" in obj and "f" in obj:
             cls = _record(obj["c"])
             fields = _pairs(obj["f"])
-            if not dataclasses.is_dataclass(cls) or set(fields) != {f.name for f in dataclasses.fields(cls)}:
+            if not dataclasses.is_dataclass(cls) or set(fields) != {
+                f.name for f in dataclasses.fields(cls)
+            }:
                 raise DecodeError(f"fields of cached {obj['c']} do not match the record")
             try:
                 return cls(**fields)

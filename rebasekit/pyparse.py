@@ -24,23 +24,48 @@ class _Lower(cst.CSTTransformer):
         super().__init__()
         self.strings = strings
 
-    def leave_TypeAlias(self, original_node: cst.TypeAlias, updated_node: cst.TypeAlias) -> cst.Assign:
-        return cst.Assign(targets=[cst.AssignTarget(target=updated_node.name)], value=updated_node.value)
+    def leave_TypeAlias(
+        self, original_node: cst.TypeAlias, updated_node: cst.TypeAlias
+    ) -> cst.Assign:
+        return cst.Assign(
+            targets=[cst.AssignTarget(target=updated_node.name)], value=updated_node.value
+        )
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        return updated_node.with_changes(type_parameters=None) if updated_node.type_parameters else updated_node
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        return updated_node.with_changes(type_parameters=None) if updated_node.type_parameters else updated_node
-
-    def leave_FormattedString(self, original_node: cst.FormattedString,
-                              updated_node: cst.FormattedString) -> cst.BaseExpression:
-        return cst.SimpleString('""') if self.strings and "\n" not in cst.Module([]).code_for_node(original_node) \
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        return (
+            updated_node.with_changes(type_parameters=None)
+            if updated_node.type_parameters
             else updated_node
+        )
 
-    def leave_TemplatedString(self, original_node: cst.TemplatedString,
-                              updated_node: cst.TemplatedString) -> cst.BaseExpression:
-        return cst.SimpleString('""') if "\n" not in cst.Module([]).code_for_node(original_node) else updated_node
+    def leave_ClassDef(
+        self, original_node: cst.ClassDef, updated_node: cst.ClassDef
+    ) -> cst.ClassDef:
+        return (
+            updated_node.with_changes(type_parameters=None)
+            if updated_node.type_parameters
+            else updated_node
+        )
+
+    def leave_FormattedString(
+        self, original_node: cst.FormattedString, updated_node: cst.FormattedString
+    ) -> cst.BaseExpression:
+        return (
+            cst.SimpleString('""')
+            if self.strings and "\n" not in cst.Module([]).code_for_node(original_node)
+            else updated_node
+        )
+
+    def leave_TemplatedString(
+        self, original_node: cst.TemplatedString, updated_node: cst.TemplatedString
+    ) -> cst.BaseExpression:
+        return (
+            cst.SimpleString('""')
+            if "\n" not in cst.Module([]).code_for_node(original_node)
+            else updated_node
+        )
 
 
 def lowered(source: str | bytes) -> str | None:

@@ -7,7 +7,6 @@ give it a plugin folder and tree specs, get a :class:`ScanResult`.
 
 from __future__ import annotations
 
-
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,7 +14,12 @@ from pathlib import Path
 from rebasekit import completeness, suppress
 from rebasekit.checks.registry import Check, all_checks, code_selected
 from rebasekit.context import ScanConfig, ScanContext
-from rebasekit.corpus import check_plugin_dir, configured_patch_bases, default_plugin_dir, extract_corpus
+from rebasekit.corpus import (
+    check_plugin_dir,
+    configured_patch_bases,
+    default_plugin_dir,
+    extract_corpus,
+)
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
 from rebasekit.findings import Drift, Finding, Severity
@@ -85,14 +89,17 @@ def sort_key(f: Finding):
     return (path, line, _SEVERITY_ORDER[f.severity], f.code, f.message)
 
 
-def run_scan(ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> ScanResult:
+def run_scan(
+    ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str] = ()
+) -> ScanResult:
     """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict."""
     select, ignore = tuple(select), tuple(ignore)
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        old_ctx = ScanContext(ctx.corpus, new=ctx.old, old=None,
-                              config=replace(ctx.config, lock_base=False))
+        old_ctx = ScanContext(
+            ctx.corpus, new=ctx.old, old=None, config=replace(ctx.config, lock_base=False)
+        )
         old_keys = {f.key() for f in _run_checks(old_ctx, checks, select, ignore)}
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
@@ -101,24 +108,46 @@ def run_scan(ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str]
     if not select and not ignore:
         for sup in sups:
             if sup.used == 0:
-                kept.append(ctx.finding(
-                    "RK003", f"suppression of {', '.join(sup.codes) or 'nothing'} matches no finding",
-                    plugin=ctx.plugin_loc(sup.relpath, sup.line), subject=",".join(sup.codes),
-                    suggestion="remove the comment"))
+                kept.append(
+                    ctx.finding(
+                        "RK003",
+                        f"suppression of {', '.join(sup.codes) or 'nothing'} matches no finding",
+                        plugin=ctx.plugin_loc(sup.relpath, sup.line),
+                        subject=",".join(sup.codes),
+                        suggestion="remove the comment",
+                    )
+                )
     kept.sort(key=sort_key)
-    degradations = completeness.unique([
-        *completeness.recorded(ctx.corpus, ctx.new.tree, ctx.new, *((ctx.old.tree, ctx.old) if ctx.old else ())),
-        *completeness.patch_base_problems(ctx.corpus),
-        *ctx.degradations,
-        *completeness.unparsed_modules(ctx.new),
-        *(completeness.unparsed_modules(ctx.old) if ctx.old else ()),
-        *[d for key, idx in ctx.config.extra.get("_lock_base", {}).items()
-          if key != "version" and idx is not None for d in completeness.unparsed_modules(idx)],
-    ])
-    return ScanResult(kept, dropped, ctx.corpus, ctx.new.tree.label, ctx.new.tree.version,
-                      ctx.old.tree.label if ctx.old else None, ctx.old.tree.version if ctx.old else None,
-                      [c.name for c in checks], degradations,
-                      new_root=_root(ctx.new), old_root=_root(ctx.old))
+    degradations = completeness.unique(
+        [
+            *completeness.recorded(
+                ctx.corpus, ctx.new.tree, ctx.new, *((ctx.old.tree, ctx.old) if ctx.old else ())
+            ),
+            *completeness.patch_base_problems(ctx.corpus),
+            *ctx.degradations,
+            *completeness.unparsed_modules(ctx.new),
+            *(completeness.unparsed_modules(ctx.old) if ctx.old else ()),
+            *[
+                d
+                for key, idx in ctx.config.extra.get("_lock_base", {}).items()
+                if key != "version" and idx is not None
+                for d in completeness.unparsed_modules(idx)
+            ],
+        ]
+    )
+    return ScanResult(
+        kept,
+        dropped,
+        ctx.corpus,
+        ctx.new.tree.label,
+        ctx.new.tree.version,
+        ctx.old.tree.label if ctx.old else None,
+        ctx.old.tree.version if ctx.old else None,
+        [c.name for c in checks],
+        degradations,
+        new_root=_root(ctx.new),
+        old_root=_root(ctx.old),
+    )
 
 
 def _root(index: CodeIndex | None) -> str | None:
@@ -126,8 +155,11 @@ def _root(index: CodeIndex | None) -> str | None:
     return str(root) if root else None
 
 
-def load_corpus(plugin: Path | None = None, patch_bases: Iterable[str] | None = None,
-                upstream_package: str = "vllm") -> PluginCorpus:
+def load_corpus(
+    plugin: Path | None = None,
+    patch_bases: Iterable[str] | None = None,
+    upstream_package: str = "vllm",
+) -> PluginCorpus:
     """The corpus of ``plugin`` (default: the project's configured plugin)."""
     plugin_dir = check_plugin_dir(plugin) if plugin is not None else default_plugin_dir()
     bases = tuple(patch_bases or ()) or configured_patch_bases(plugin_dir)
@@ -142,10 +174,17 @@ def as_index(tree: str | UpstreamTree | CodeIndex, package: str = "vllm") -> Cod
     return CodeIndex(tree)
 
 
-def scan_plugin(to: str | UpstreamTree | CodeIndex, *, from_: str | UpstreamTree | CodeIndex | None = None,
-                plugin: Path | None = None, patch_bases: Iterable[str] | None = None,
-                select: Iterable[str] = (), ignore: Iterable[str] = (),
-                upstream_package: str = "vllm", corpus: PluginCorpus | None = None) -> ScanResult:
+def scan_plugin(
+    to: str | UpstreamTree | CodeIndex,
+    *,
+    from_: str | UpstreamTree | CodeIndex | None = None,
+    plugin: Path | None = None,
+    patch_bases: Iterable[str] | None = None,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    upstream_package: str = "vllm",
+    corpus: PluginCorpus | None = None,
+) -> ScanResult:
     """Scan a plugin against the tree ``to`` (and classify drift against ``from_``).
 
     Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes.

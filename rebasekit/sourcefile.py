@@ -36,8 +36,12 @@ class SkippedFile(OSError):
         self.reason = reason
 
     def degradation(self, subject: str | None = None) -> Degradation:
-        return Degradation(kind="file-skipped", subject=subject or self.path, message=f"skipped: {self.reason}",
-                           fix="remove or replace it with a regular source file, or split it below the size cap")
+        return Degradation(
+            kind="file-skipped",
+            subject=subject or self.path,
+            message=f"skipped: {self.reason}",
+            fix="remove or replace it with a regular source file, or split it below the size cap",
+        )
 
 
 def source_problem(path: Path, cap: int = MAX_SOURCE_BYTES) -> str | None:

@@ -34,7 +34,9 @@ def collect(corpus: PluginCorpus) -> list[Suppression]:
     return found
 
 
-def apply(findings: list[Finding], suppressions: list[Suppression]) -> tuple[list[Finding], list[Finding]]:
+def apply(
+    findings: list[Finding], suppressions: list[Suppression]
+) -> tuple[list[Finding], list[Finding]]:
     """Split findings into (kept, suppressed)."""
     by_place: dict[tuple[str, int], list[Suppression]] = {}
     for sup in suppressions:

@@ -3,6 +3,7 @@
 #   bash scripts/dev.sh analyze   rebasekit on the bundled plugin: vLLM 0.26.0 -> 0.27.0
 #   bash scripts/dev.sh test      the whole test suite against the real vLLM 0.26.0
 #   bash scripts/dev.sh py310     rebasekit's offline tests on the oldest supported Python
+#   bash scripts/dev.sh lint      ruff (lint and format check)
 # Both create ./.venv on first use and install what they need from the package registry.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +52,11 @@ case "$cmd" in
     install_full
     exec "$PY" -m pytest "$@"
     ;;
+  lint)
+    install_full
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/ruff" format --check .
+    ;;
   py310)
     # rebasekit's base install on Python 3.10 (requires-python's floor): the declared base
     # dependencies only, the package from the source tree (no compiled plugin parts).
@@ -74,7 +80,7 @@ PYEOF
     PYTHONPATH="$ROOT" exec "$V310/bin/python" -m pytest tests/rebasekit -m "not network" -p no:cacheprovider "$@"
     ;;
   *)
-    echo "usage: bash scripts/dev.sh {analyze|test|py310} [args...]" >&2
+    echo "usage: bash scripts/dev.sh {analyze|test|lint|py310} [args...]" >&2
     exit 2
     ;;
 esac

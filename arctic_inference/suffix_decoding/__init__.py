@@ -8,4 +8,11 @@ from arctic_inference.suffix_decoding.cache import SlipRecovery, SuffixDecodingC
 from arctic_inference.suffix_decoding.draft import SuffixDecodingDraft
 from arctic_inference.suffix_decoding.policy import CostAwarePolicy, LoadAwareBackoff, NeverDraft
 
-__all__ = ["SlipRecovery", "SuffixDecodingCache", "SuffixDecodingDraft", "CostAwarePolicy", "LoadAwareBackoff", "NeverDraft"]
+__all__ = [
+    "SlipRecovery",
+    "SuffixDecodingCache",
+    "SuffixDecodingDraft",
+    "CostAwarePolicy",
+    "LoadAwareBackoff",
+    "NeverDraft",
+]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from dataclasses import dataclass
 from collections import OrderedDict
 from collections.abc import Hashable
+from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
@@ -39,7 +39,7 @@ def _check_req_id(req_id: Any) -> None:
 # "leaked". An atexit hook runs before that teardown: it releases the native
 # trees of every live cache, so nothing is left for nanobind to report and the
 # native memory is returned in order rather than abandoned.
-_LIVE: "weakref.WeakSet[SuffixDecodingCache]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[SuffixDecodingCache] = weakref.WeakSet()
 
 
 @atexit.register
@@ -72,13 +72,13 @@ class SlipRecovery:
     skips: tuple = (1,)
 
     @classmethod
-    def from_env(cls, environ=None) -> "SlipRecovery | None":
+    def from_env(cls, environ=None) -> SlipRecovery | None:
         """The settings ARCTIC_INFERENCE_SUFFIX_RECOVER asks for (see ``parse``);
         a bad value raises ``ValueError`` naming the variable."""
         return cls.parse(envs.read(envs.SUFFIX_RECOVER, environ))
 
     @classmethod
-    def parse(cls, text: str) -> "SlipRecovery | None":
+    def parse(cls, text: str) -> SlipRecovery | None:
         """``0``/off = None, ``1``/on = defaults, or comma-separated key=value
         overrides (e.g. ``weight=0.5,skips=1+2``)."""
         raw = text.strip().lower()
@@ -116,7 +116,9 @@ class SlipRecovery:
 
 def _scaled(d: SuffixDecodingDraft, w: float) -> SuffixDecodingDraft:
     probs = [p * w for p in d.probs]
-    return SuffixDecodingDraft(d.token_ids, d.parents, probs, float(sum(probs)), d.match_len, d.source)
+    return SuffixDecodingDraft(
+        d.token_ids, d.parents, probs, float(sum(probs)), d.match_len, d.source
+    )
 
 
 class SuffixDecodingCache:
@@ -128,9 +130,13 @@ class SuffixDecodingCache:
         max_cached_requests: int = -1,
         backoff=True,
         tree_min_gain: float = 0.25,
-        recovery: "SlipRecovery | bool | None" = None,
+        recovery: SlipRecovery | bool | None = None,
     ) -> None:
-        if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, int) or max_tree_depth < 1:
+        if (
+            isinstance(max_tree_depth, bool)
+            or not isinstance(max_tree_depth, int)
+            or max_tree_depth < 1
+        ):
             raise ValueError(f"max_tree_depth must be an int >= 1, got {max_tree_depth!r}")
         if isinstance(max_cached_requests, bool) or not isinstance(max_cached_requests, int):
             raise ValueError(f"max_cached_requests must be an int, got {max_cached_requests!r}")
@@ -293,7 +299,9 @@ class SuffixDecodingCache:
             best = backoff.filter(req_id, best, active)
         return best
 
-    def _best(self, tree, pattern, args: tuple, use_tree: bool, gseq: int = -1) -> SuffixDecodingDraft:
+    def _best(
+        self, tree, pattern, args: tuple, use_tree: bool, gseq: int = -1
+    ) -> SuffixDecodingDraft:
         # Both trees hold the request's own tokens (the request tree from the
         # prompt on, the global one its response): naming that sequence lets
         # the native side find shared suffixes in O(1) (same result).
@@ -307,8 +315,9 @@ class SuffixDecodingCache:
             best = self._recover(tree, pattern, args, gseq, rec, best)
         return best
 
-    def _recover(self, tree, pattern, args: tuple, gseq: int, rec: SlipRecovery,
-                 best: SuffixDecodingDraft) -> SuffixDecodingDraft:
+    def _recover(
+        self, tree, pattern, args: tuple, gseq: int, rec: SlipRecovery, best: SuffixDecodingDraft
+    ) -> SuffixDecodingDraft:
         # Drafts that assume the model slipped (substituted tokens) and went
         # on copying; they replace the exact draft only when they promise
         # more after the weight discount (i.e. when the exact match is weak).
@@ -316,7 +325,9 @@ class SuffixDecodingCache:
         for skip in rec.skips:
             found = False
             for t, seq, src in ((tree, _PROMPT, "request"), (self._global, gseq, "global")):
-                r = t.recover(pattern, *args, rec.max_tail, rec.anchor_len, rec.min_anchor, skip, seq)
+                r = t.recover(
+                    pattern, *args, rec.max_tail, rec.anchor_len, rec.min_anchor, skip, seq
+                )
                 if r[0]:
                     found = True
                     if r[3] * rec.weight > best.score:

@@ -28,15 +28,19 @@ class SuffixDecodingDraft:
         """True if some token branches off somewhere other than its predecessor."""
         return any(p != i - 1 for i, p in enumerate(self.parents))
 
-    def truncated(self, n: int) -> "SuffixDecodingDraft":
+    def truncated(self, n: int) -> SuffixDecodingDraft:
         """First ``n`` tokens; parents precede children, so the prefix stays valid."""
         if n >= len(self.token_ids):
             return self
         probs = self.probs[:n]
         return SuffixDecodingDraft(
-            self.token_ids[:n], self.parents[:n], probs, float(sum(probs)), self.match_len, self.source
+            self.token_ids[:n],
+            self.parents[:n],
+            probs,
+            float(sum(probs)),
+            self.match_len,
+            self.source,
         )
 
     def __len__(self) -> int:
         return len(self.token_ids)
-

@@ -167,7 +167,9 @@ class CostAwarePolicy:
         lone_spec_factor: float = 4.0,
     ) -> None:
         if token_cost < 0 or busy_batch_size < 1 or max_skip < 0 or prior_weight <= 0:
-            raise ValueError("token_cost >= 0, busy_batch_size >= 1, max_skip >= 0, prior_weight > 0")
+            raise ValueError(
+                "token_cost >= 0, busy_batch_size >= 1, max_skip >= 0, prior_weight > 0"
+            )
         if not 0.0 <= forget < 1.0:
             raise ValueError("forget must be in [0, 1)")
         self.token_cost = token_cost
@@ -287,7 +289,11 @@ class CostAwarePolicy:
             if self.busy(num_active) and gain < self.min_draft_gain:
                 keep = 0
                 st.keys, st.conds = [], []
-            out = draft.truncated(keep) if keep else SuffixDecodingDraft(source=draft.source, match_len=draft.match_len)
+            out = (
+                draft.truncated(keep)
+                if keep
+                else SuffixDecodingDraft(source=draft.source, match_len=draft.match_len)
+            )
         st.pending = bool(out.token_ids)
         if out.token_ids and out.is_tree:
             st.pending = False  # tree drafts are not used for calibration

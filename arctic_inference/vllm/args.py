@@ -96,9 +96,7 @@ class ArcticArg:
             raise TypeError(f"ArcticArg {self.name!r}: only int and float args take a range.")
         if self.default is not None:
             # ``check`` may import what the arg configures: not at definition time.
-            default = self.convert(
-                self.default, source=f"default of {self.name}", run_check=False
-            )
+            default = self.convert(self.default, source=f"default of {self.name}", run_check=False)
             object.__setattr__(self, "default", default)
 
     @property

@@ -103,9 +103,7 @@ def fp32_head_projection(
     for start in range(0, vocab, rows):
         stop = min(start + rows, vocab)
         part_bias = bias32[start:stop] if bias32 is not None else None
-        out[..., start:stop] = F.linear(
-            hidden32, weight[start:stop].to(torch.float32), part_bias
-        )
+        out[..., start:stop] = F.linear(hidden32, weight[start:stop].to(torch.float32), part_bias)
     return out
 
 
@@ -141,7 +139,5 @@ class FP32LMHeadPatch(ArcticPatch[LogitsProcessor]):
             self.__dict__.get(FP32_FLAG_ATTR, False)
             and uses_fp32_projection(lm_head, hidden_states)
         ):
-            return FP32LMHeadPatch._orig__apply_head(
-                self, lm_head, hidden_states, embedding_bias
-            )
+            return FP32LMHeadPatch._orig__apply_head(self, lm_head, hidden_states, embedding_bias)
         return fp32_head_projection(hidden_states, lm_head.weight, embedding_bias)

@@ -53,8 +53,8 @@ from typing import Any, Literal
 
 from arctic_inference.patching import ArcticPatch, PatchRecord, applied_patches
 from arctic_inference.utils import get_logger, import_object
-from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm import rl_args
+from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm.attention import forest_config
 
 logger = get_logger(__name__)
@@ -192,13 +192,11 @@ def load_patch_class(path: str, feature: Feature) -> type[ArcticPatch]:
         patch = import_object(path)
     except (ImportError, ValueError) as exc:
         raise RuntimeError(
-            f"Arctic feature {feature.name!r} names patch {path!r}, which cannot be "
-            f"imported: {exc}"
+            f"Arctic feature {feature.name!r} names patch {path!r}, which cannot be imported: {exc}"
         ) from exc
     if not (isinstance(patch, type) and issubclass(patch, ArcticPatch)):
         raise RuntimeError(
-            f"Arctic feature {feature.name!r} names {path!r}, which is not an "
-            "ArcticPatch subclass."
+            f"Arctic feature {feature.name!r} names {path!r}, which is not an ArcticPatch subclass."
         )
     return patch
 

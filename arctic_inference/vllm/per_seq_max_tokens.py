@@ -114,8 +114,7 @@ def validate_per_seq_max_tokens(
     if bad:
         shown = ", ".join(f"[{i}]={v!r}" for i, v in bad[:5])
         raise ValueError(
-            f"{key} entries must be positive ints (max_tokens of each sample); "
-            f"invalid: {shown}."
+            f"{key} entries must be positive ints (max_tokens of each sample); invalid: {shown}."
         )
     if min_tokens > min(lengths):
         raise ValueError(
@@ -151,9 +150,7 @@ def per_seq_max_tokens(
     )
 
 
-def child_params_for(
-    parent: SamplingParams, lengths: list[int], index: int
-) -> SamplingParams:
+def child_params_for(parent: SamplingParams, lengths: list[int], index: int) -> SamplingParams:
     """Sampling params of child ``index``: n=1, its own max_tokens, no list.
 
     A shallow copy, as vLLM makes for its children; ``extra_args`` is a new
@@ -232,7 +229,5 @@ class ParentRequestPerSeqPatch(ArcticPatch[ParentRequest]):
         )
         child = cache.get(lengths[index])
         if child is None:
-            child = cache[lengths[index]] = child_params_for(
-                self.sampling_params, lengths, index
-            )
+            child = cache[lengths[index]] = child_params_for(self.sampling_params, lengths, index)
         return child

@@ -96,7 +96,8 @@ def warn_near_miss_of_enabled() -> None:
             from arctic_inference.utils import get_logger
 
             get_logger(__name__).warning(
-                "%s; Arctic Inference stays off.", envs.unknown_variable_message(name, [envs.ENABLED])
+                "%s; Arctic Inference stays off.",
+                envs.unknown_variable_message(name, [envs.ENABLED]),
             )
 
 

@@ -57,9 +57,7 @@ DrafterSnapshot = dict[str, torch.Tensor]
 def _named_state(module: nn.Module) -> dict[str, torch.Tensor]:
     """Parameters and buffers by name (each shared tensor listed once)."""
     state: dict[str, torch.Tensor] = {}
-    for name, tensor in itertools.chain(
-        module.named_parameters(), module.named_buffers()
-    ):
+    for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
         state.setdefault(name, tensor)
     return state
 
@@ -90,9 +88,7 @@ def snapshot_module_state(
     for name, tensor in _named_state(module).items():
         if tensor.untyped_storage().data_ptr() in exclude_storages:
             continue
-        host = torch.empty(
-            tensor.shape, dtype=tensor.dtype, device="cpu", pin_memory=pin_memory
-        )
+        host = torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu", pin_memory=pin_memory)
         host.copy_(tensor.detach(), non_blocking=pin_memory)
         snapshot[name] = host
     if pin_memory and torch.cuda.is_available():

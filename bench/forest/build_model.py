@@ -27,19 +27,25 @@ def main() -> int:
     args = parser.parse_args()
     builder = args.builder or next((b for b in BUILDERS if b.is_file()), None)
     if builder is None:
-        print(f"error: mk_tiny_model.py not found at {', '.join(map(str, BUILDERS))}; pass --builder",
-              file=sys.stderr)
+        print(
+            f"error: mk_tiny_model.py not found at {', '.join(map(str, BUILDERS))}; pass --builder",
+            file=sys.stderr,
+        )
         return 2
     config = args.out / "config.json"
     if not config.is_file():
-        subprocess.run([sys.executable, str(builder), "--size", "small", "--out", str(args.out)], check=True)
+        subprocess.run(
+            [sys.executable, str(builder), "--size", "small", "--out", str(args.out)], check=True
+        )
     data = json.loads(config.read_text())
     if data.get("max_position_embeddings", 0) < args.max_len:
         data["max_position_embeddings"] = args.max_len
         config.write_text(json.dumps(data, indent=2))
-    print(f"{args.out}: {data['num_hidden_layers']} layers, hidden {data['hidden_size']}, "
-          f"heads {data['num_attention_heads']}/{data['num_key_value_heads']}, "
-          f"context {data['max_position_embeddings']}")
+    print(
+        f"{args.out}: {data['num_hidden_layers']} layers, hidden {data['hidden_size']}, "
+        f"heads {data['num_attention_heads']}/{data['num_key_value_heads']}, "
+        f"context {data['max_position_embeddings']}"
+    )
     return 0
 
 

@@ -29,10 +29,18 @@ def engine_kwargs(config: str, model: str, cudagraph_mode: str | None) -> dict:
     arctic = {"forest_cascade_attn_configs": "{}"} if config == "forest" else {}
     # Forest groups only without full CUDA graphs; the others keep vLLM's default unless told.
     mode = cudagraph_mode or ("PIECEWISE" if config == "forest" else None)
-    kwargs = dict(model=model, attention_backend="FLASH_ATTN", block_size=16, dtype="bfloat16",
-                  enable_prefix_caching=True, disable_cascade_attn=config != "cascade",
-                  max_model_len=8192, gpu_memory_utilization=0.85, seed=0,
-                  additional_config={"arctic": arctic})
+    kwargs = dict(
+        model=model,
+        attention_backend="FLASH_ATTN",
+        block_size=16,
+        dtype="bfloat16",
+        enable_prefix_caching=True,
+        disable_cascade_attn=config != "cascade",
+        max_model_len=8192,
+        gpu_memory_utilization=0.85,
+        seed=0,
+        additional_config={"arctic": arctic},
+    )
     if mode is not None:
         kwargs["compilation_config"] = {"cudagraph_mode": mode}
     return kwargs
@@ -41,8 +49,9 @@ def engine_kwargs(config: str, model: str, cudagraph_mode: str | None) -> dict:
 def _round(llm, workload) -> int:
     from vllm import SamplingParams
 
-    params = SamplingParams(n=workload.n, temperature=1.0, seed=0, max_tokens=workload.new_tokens,
-                            ignore_eos=True)
+    params = SamplingParams(
+        n=workload.n, temperature=1.0, seed=0, max_tokens=workload.new_tokens, ignore_eos=True
+    )
     outs = llm.generate([{"prompt_token_ids": p} for p in workload.prompts], params, use_tqdm=False)
     return sum(len(c.token_ids) for o in outs for c in o.outputs)
 
@@ -57,7 +66,9 @@ def _profile(llm, workload) -> dict:
     attention_us = index_us = total_us = 0.0
     kernels: dict[str, float] = {}
     for event in prof.key_averages():
-        device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0.0)
+        device_us = getattr(event, "device_time_total", None) or getattr(
+            event, "cuda_time_total", 0.0
+        )
         name = event.key.lower()
         total_us += device_us
         if any(k in name for k in ATTENTION_KERNELS):
@@ -66,9 +77,13 @@ def _profile(llm, workload) -> dict:
         elif any(k in name for k in INDEX_KERNELS):
             index_us += device_us
     steps = workload.new_tokens  # every request decodes together, one token a step
-    return {"decode_steps": steps, "attention_us_per_step": attention_us / steps,
-            "index_gather_us_per_step": index_us / steps, "gpu_us_total": total_us,
-            "attention_kernels_us": dict(sorted(kernels.items(), key=lambda kv: -kv[1])[:12])}
+    return {
+        "decode_steps": steps,
+        "attention_us_per_step": attention_us / steps,
+        "index_gather_us_per_step": index_us / steps,
+        "gpu_us_total": total_us,
+        "attention_kernels_us": dict(sorted(kernels.items(), key=lambda kv: -kv[1])[:12]),
+    }
 
 
 def main() -> int:
@@ -100,8 +115,13 @@ def main() -> int:
             elapsed = time.perf_counter() - start
             if elapsed >= args.phase_s:
                 break
-        entry = {"tokens": tokens, "rounds": rounds, "elapsed_s": elapsed, "tokens_per_s": tokens / elapsed,
-                 "forest_planned_steps": STATS["planned"] - planned_before}
+        entry = {
+            "tokens": tokens,
+            "rounds": rounds,
+            "elapsed_s": elapsed,
+            "tokens_per_s": tokens / elapsed,
+            "forest_planned_steps": STATS["planned"] - planned_before,
+        }
         if args.profile and name == "rollouts":
             entry["profile"] = _profile(llm, workload)
         result["workloads"][name] = entry

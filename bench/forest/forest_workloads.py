@@ -35,10 +35,15 @@ def make_workloads(seed: int = 0) -> dict[str, Workload]:
     rng = random.Random(seed)
     system = _tokens(rng, 2048)
     return {
-        "rollouts": Workload("rollouts", [_tokens(rng, 4096) for _ in range(8)], n=16, new_tokens=256),
-        "sysprompt": Workload("sysprompt", [system + _tokens(rng, 200) for _ in range(128)], n=1,
-                              new_tokens=128),
-        "noshare": Workload("noshare", [_tokens(rng, 1024) for _ in range(64)], n=1, new_tokens=128),
+        "rollouts": Workload(
+            "rollouts", [_tokens(rng, 4096) for _ in range(8)], n=16, new_tokens=256
+        ),
+        "sysprompt": Workload(
+            "sysprompt", [system + _tokens(rng, 200) for _ in range(128)], n=1, new_tokens=128
+        ),
+        "noshare": Workload(
+            "noshare", [_tokens(rng, 1024) for _ in range(64)], n=1, new_tokens=128
+        ),
     }
 
 

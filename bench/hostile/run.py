@@ -30,17 +30,29 @@ COLUMNS = ["clear error", "right result", "traceback", "false clean", "lost data
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rebasekit-root", type=Path, default=REPO,
-                        help="folder holding the rebasekit package to run (default: this checkout)")
+    parser.add_argument(
+        "--rebasekit-root",
+        type=Path,
+        default=REPO,
+        help="folder holding the rebasekit package to run (default: this checkout)",
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-v", "--verbose", action="store_true", help="print each case's output")
     args = parser.parse_args()
     cases = all_cases()
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="rk-hostile-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
-        outcomes: list[Outcome] = list(pool.map(
-            lambda ic: run_case(ic[1], Path(tmp) / f"{ic[0]:03d}", args.rebasekit_root.resolve()),
-            enumerate(cases)))
+    with (
+        tempfile.TemporaryDirectory(prefix="rk-hostile-") as tmp,
+        ThreadPoolExecutor(args.jobs) as pool,
+    ):
+        outcomes: list[Outcome] = list(
+            pool.map(
+                lambda ic: run_case(
+                    ic[1], Path(tmp) / f"{ic[0]:03d}", args.rebasekit_root.resolve()
+                ),
+                enumerate(cases),
+            )
+        )
     elapsed = time.perf_counter() - start
     for o in outcomes:
         print(f"{o.verdict:13} exit {o.exit_code:>2} (want {o.case.exit_code})  {o.case.name}")

@@ -15,8 +15,12 @@ from pathlib import Path
 KILLED = {1, 3, 36, -24, 24, 152, 255}
 SURVIVED = {0}
 NO_TESTS = {5, 33}
-GROUPS = ("rebasekit/checks", "rebasekit/drift", "arctic_inference/patching.py",
-          "arctic_inference/suffix_decoding/cache.py")
+GROUPS = (
+    "rebasekit/checks",
+    "rebasekit/drift",
+    "arctic_inference/patching.py",
+    "arctic_inference/suffix_decoding/cache.py",
+)
 
 
 def group_of(path: str) -> str:
@@ -26,7 +30,9 @@ def group_of(path: str) -> str:
 def killed_names(mutants: Path) -> set[str]:
     out: set[str] = set()
     for meta in mutants.rglob("*.py.meta"):
-        out |= {k for k, c in json.loads(meta.read_text())["exit_code_by_key"].items() if c in KILLED}
+        out |= {
+            k for k, c in json.loads(meta.read_text())["exit_code_by_key"].items() if c in KILLED
+        }
     return out
 
 
@@ -63,9 +69,13 @@ def main(mutants: Path, killed_earlier: Path | None = None) -> int:
         c = counts[group]
         total.update(c)
         rest = ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k not in ("killed", "total"))
-        print(f"{group:45} {c['killed']:7} {c['total']:6} {c['killed'] / max(c['total'], 1):7.1%}  {rest}")
+        print(
+            f"{group:45} {c['killed']:7} {c['total']:6} {c['killed'] / max(c['total'], 1):7.1%}  {rest}"
+        )
     rest = ", ".join(f"{k} {v}" for k, v in sorted(total.items()) if k not in ("killed", "total"))
-    print(f"{'all':45} {total['killed']:7} {total['total']:6} {total['killed'] / max(total['total'], 1):7.1%}  {rest}")
+    print(
+        f"{'all':45} {total['killed']:7} {total['total']:6} {total['killed'] / max(total['total'], 1):7.1%}  {rest}"
+    )
     return 0
 
 

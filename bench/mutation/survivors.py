@@ -37,8 +37,12 @@ def main(mutants: Path, with_no_tests: bool) -> None:
             short = name.split(".")[-1]
             orig = funcs.get(short.rsplit("__mutmut_", 1)[0] + "__mutmut_orig", "")
             body = funcs.get(short, "")
-            diff = [line for line in difflib.unified_diff(
-                orig.splitlines()[1:], body.splitlines()[1:], lineterm="", n=0)][2:]
+            diff = [
+                line
+                for line in difflib.unified_diff(
+                    orig.splitlines()[1:], body.splitlines()[1:], lineterm="", n=0
+                )
+            ][2:]
             changed = " | ".join(d for d in diff if not d.startswith("@@"))
             print(f"{name}  {'(no tests) ' if codes[name] != 0 else ''}{changed}")
 

@@ -29,7 +29,12 @@ class StepCost:
 
     def step_ms(self, spec: bool, reqs: int, tokens: int, drafts: int) -> float:
         base = self.fixed_spec_ms if spec else self.fixed_none_ms
-        return base + self.per_req_ms * reqs + self.per_token_ms * tokens + (self.spec_step_ms if drafts else 0.0)
+        return (
+            base
+            + self.per_req_ms * reqs
+            + self.per_token_ms * tokens
+            + (self.spec_step_ms if drafts else 0.0)
+        )
 
     @property
     def token_cost_ratio(self) -> float:
@@ -37,7 +42,7 @@ class StepCost:
         return self.per_token_ms / max(1e-9, self.fixed_spec_ms + self.per_req_ms)
 
     @classmethod
-    def load(cls, path: Path) -> "StepCost":
+    def load(cls, path: Path) -> StepCost:
         return cls(**json.loads(Path(path).read_text()))
 
     def save(self, path: Path) -> None:
@@ -66,8 +71,12 @@ def fit(samples: list[tuple[str, float, int, int, int]]) -> tuple[StepCost, dict
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     pred = X @ coef
     cost = StepCost(*(float(c) for c in coef))
-    info = {"samples": len(arr), "dropped": len(samples) - len(arr),
-            "rmse_ms": float(np.sqrt(np.mean((pred - y) ** 2))), "median_ms": med}
+    info = {
+        "samples": len(arr),
+        "dropped": len(samples) - len(arr),
+        "rmse_ms": float(np.sqrt(np.mean((pred - y) ** 2))),
+        "median_ms": med,
+    }
     return cost, info
 
 
@@ -90,6 +99,10 @@ if __name__ == "__main__":
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     cost, info = fit(samples_from_gpu_record(json.loads(a.record.read_text())))
-    print(json.dumps({"cost": asdict(cost), "fit": info, "token_cost_ratio": cost.token_cost_ratio}, indent=1))
+    print(
+        json.dumps(
+            {"cost": asdict(cost), "fit": info, "token_cost_ratio": cost.token_cost_ratio}, indent=1
+        )
+    )
     if a.out:
         cost.save(a.out)

@@ -31,7 +31,9 @@ def main() -> None:
     ap.add_argument("--num-spec", type=int, default=32)
     a = ap.parse_args()
     record = copy_record() if a.pairs == "synthetic" else json.loads(Path(a.pairs).read_text())
-    print("| policy | phase | requests/step | µs per request per step (best of %d) | speculate p50 µs |" % a.repeat)
+    print(
+        f"| policy | phase | requests/step | µs per request per step (best of {a.repeat}) | speculate p50 µs |"
+    )
     print("|---|---|---|---|---|")
     for spec in a.policies:
         pol = parse_policy(spec)
@@ -41,7 +43,9 @@ def main() -> None:
             for name, conc in PHASES:
                 ph = record["phases"][name]
                 pairs = list(zip(ph["prompts"], ph["outputs"]["none"]))
-                r = replay(cache, pairs, a.depth, a.num_spec, conc, pol, StepCost(), prefix=f"{name}-")
+                r = replay(
+                    cache, pairs, a.depth, a.num_spec, conc, pol, StepCost(), prefix=f"{name}-"
+                )
                 v = (r["propose_us_per_req_step"], r["speculate_us"]["p50"], conc or len(pairs))
                 if name not in best or v[0] < best[name][0]:
                     best[name] = v

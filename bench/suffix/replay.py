@@ -65,9 +65,15 @@ def make_cache(pol: dict, depth: int, max_cached: int) -> SuffixDecodingCache:
         kw = {"token_cost": pol["r"], "lone_spec_factor": pol["lf"]}
         policy = CostAwarePolicy(**{k: v for k, v in kw.items() if v is not None})
     else:
-        policy = {"legacy": LoadAwareBackoff, "nodraft": NeverDraft, "off": lambda: None}[pol["name"]]()
-    return SuffixDecodingCache(max_tree_depth=depth, max_cached_requests=max_cached, backoff=policy,
-                               recovery=recovery_of(pol))
+        policy = {"legacy": LoadAwareBackoff, "nodraft": NeverDraft, "off": lambda: None}[
+            pol["name"]
+        ]()
+    return SuffixDecodingCache(
+        max_tree_depth=depth,
+        max_cached_requests=max_cached,
+        backoff=policy,
+        recovery=recovery_of(pol),
+    )
 
 
 def recovery_of(pol: dict):
@@ -76,7 +82,12 @@ def recovery_of(pol: dict):
     if not pol.get("rec"):
         return False
     kw = {}
-    for opt, key in (("rw", "weight"), ("rt", "max_tail"), ("ra", "anchor_len"), ("rm", "min_anchor")):
+    for opt, key in (
+        ("rw", "weight"),
+        ("rt", "max_tail"),
+        ("ra", "anchor_len"),
+        ("rm", "min_anchor"),
+    ):
         if opt in pol:
             kw[key] = pol[opt] if key == "weight" else int(pol[opt])
     if "rs" in pol:
@@ -84,8 +95,16 @@ def recovery_of(pol: dict):
     return SlipRecovery(**kw)
 
 
-def replay(cache, pairs, depth: int, num_spec: int, concurrency: int, pol: dict, cost: StepCost,
-           prefix: str = "r") -> dict:
+def replay(
+    cache,
+    pairs,
+    depth: int,
+    num_spec: int,
+    concurrency: int,
+    pol: dict,
+    cost: StepCost,
+    prefix: str = "r",
+) -> dict:
     """Run ``pairs`` through ``cache`` in lockstep; returns counters and latencies."""
     spec_ns: list[int] = []
     start_ns = add_ns = 0
@@ -103,14 +122,21 @@ def replay(cache, pairs, depth: int, num_spec: int, concurrency: int, pol: dict,
         while pending and len(running) < conc:
             i, (prompt, resp) = pending.pop(0)
             rid = f"{prefix}{i}"
-            arr = np.array(list(prompt) + list(resp), dtype=np.int64)  # like InputBatch.token_ids_cpu
+            arr = np.array(
+                list(prompt) + list(resp), dtype=np.int64
+            )  # like InputBatch.token_ids_cpu
             t0 = time.perf_counter_ns()
             cache.start_request(rid, arr[: len(prompt)])
             start_ns += time.perf_counter_ns() - t0
             prompt_toks += len(prompt)
             step_tokens += len(prompt) - 1  # the prefill rides in this step
-            running[rid] = {"arr": arr, "n": len(prompt), "end": len(prompt) + len(resp), "new": [int(resp[0])],
-                            "draft": 0}
+            running[rid] = {
+                "arr": arr,
+                "n": len(prompt),
+                "end": len(prompt) + len(resp),
+                "new": [int(resp[0])],
+                "draft": 0,
+            }
         batch = len(running)
         for rid in list(running):
             st = running[rid]
@@ -132,8 +158,13 @@ def replay(cache, pairs, depth: int, num_spec: int, concurrency: int, pol: dict,
                 continue
             pattern = st["arr"][max(0, n - depth) : n]
             t0 = time.perf_counter_ns()
-            draft = cache.speculate(rid, pattern, max_spec_tokens=min(num_spec, st["end"] - n - 1),
-                                    max_spec_factor=pol["f"], min_token_prob=pol["p"])
+            draft = cache.speculate(
+                rid,
+                pattern,
+                max_spec_tokens=min(num_spec, st["end"] - n - 1),
+                max_spec_factor=pol["f"],
+                min_token_prob=pol["p"],
+            )
             spec_ns.append(time.perf_counter_ns() - t0)
             truth = st["arr"][n : n + len(draft.token_ids)].tolist()
             a = 0
@@ -146,16 +177,29 @@ def replay(cache, pairs, depth: int, num_spec: int, concurrency: int, pol: dict,
             st["new"] = st["arr"][n : min(n + a + 1, st["end"])].tolist()
         steps += 1
         est_ms += cost.step_ms(True, batch, step_tokens, step_drafts)
-    base_steps, base_ms = no_spec_schedule([len(r) for _, r in pairs], [len(p) for p, _ in pairs], conc, cost)
+    base_steps, base_ms = no_spec_schedule(
+        [len(r) for _, r in pairs], [len(p) for p, _ in pairs], conc, cost
+    )
     lat = np.array(spec_ns or [0]) / 1000.0
     return {
         "requests": len(pairs),
-        "steps": steps, "drafted": drafted, "accepted": accepted, "speculate_calls": calls,
-        "est_ms": est_ms, "base_steps": base_steps, "base_est_ms": base_ms,
+        "steps": steps,
+        "drafted": drafted,
+        "accepted": accepted,
+        "speculate_calls": calls,
+        "est_ms": est_ms,
+        "base_steps": base_steps,
+        "base_est_ms": base_ms,
         "est_speedup": base_ms / est_ms if est_ms else 0.0,
-        "propose_us_per_req_step": (add_ns + float(np.sum(spec_ns or [0]))) / 1000.0 / max(1, calls),
-        "speculate_us": {"mean": float(lat.mean()), "p50": float(np.percentile(lat, 50)),
-                         "p99": float(np.percentile(lat, 99)), "calls": int(lat.size)},
+        "propose_us_per_req_step": (add_ns + float(np.sum(spec_ns or [0])))
+        / 1000.0
+        / max(1, calls),
+        "speculate_us": {
+            "mean": float(lat.mean()),
+            "p50": float(np.percentile(lat, 50)),
+            "p99": float(np.percentile(lat, 99)),
+            "calls": int(lat.size),
+        },
         "prompt_build_tok_per_s": prompt_toks / max(1e-9, start_ns / 1e9),
         "append_tok_per_s": add_toks / max(1e-9, add_ns / 1e9),
         "mean_accepted_per_step": accepted / max(1, calls),
@@ -188,8 +232,15 @@ def no_spec_schedule(resp_lens: list[int], prompt_lens: list[int], conc: int, co
     return steps, ms
 
 
-def replay_record(record: dict, policies: list[dict], depth: int, num_spec: int, max_cached: int,
-                  cost: StepCost, truth: str = "none") -> list[dict]:
+def replay_record(
+    record: dict,
+    policies: list[dict],
+    depth: int,
+    num_spec: int,
+    max_cached: int,
+    cost: StepCost,
+    truth: str = "none",
+) -> list[dict]:
     """Replay a gpu_speed.py record: its phases in order on one cache per policy."""
     rows = []
     for pol in policies:
@@ -214,19 +265,27 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
     ap.add_argument("--policies", nargs="+", default=["cost", "legacy", "off"])
-    ap.add_argument("--pairs", help="gpu_speed.py --record file to replay instead of workloads "
-                    "('synthetic': the same layout from workloads.copy_record, a noisy copier)")
+    ap.add_argument(
+        "--pairs",
+        help="gpu_speed.py --record file to replay instead of workloads "
+        "('synthetic': the same layout from workloads.copy_record, a noisy copier)",
+    )
     ap.add_argument("--truth", default="none", help="which variant's outputs are the ground truth")
-    ap.add_argument("--cost", type=Path, help="StepCost JSON (costmodel.py --out); default: built-in guess")
+    ap.add_argument(
+        "--cost", type=Path, help="StepCost JSON (costmodel.py --out); default: built-in guess"
+    )
     ap.add_argument("--out", type=Path)
     ap.add_argument("--md", type=Path)
     args = ap.parse_args()
     cost = StepCost.load(args.cost) if args.cost else StepCost()
     policies = [parse_policy(p) for p in args.policies]
     if args.pairs:
-        record = copy_record() if args.pairs == "synthetic" else json.loads(Path(args.pairs).read_text())
-        rows = replay_record(record, policies, args.depth, args.num_spec,
-                             args.max_cached, cost, args.truth)
+        record = (
+            copy_record() if args.pairs == "synthetic" else json.loads(Path(args.pairs).read_text())
+        )
+        rows = replay_record(
+            record, policies, args.depth, args.num_spec, args.max_cached, cost, args.truth
+        )
         md = render_pairs_md(args, cost, rows)
         print(md)
         if args.out:
@@ -241,17 +300,29 @@ def main() -> None:
             for pol in policies:
                 cache = make_cache(pol, args.depth, args.max_cached)
                 r = replay(cache, pairs, args.depth, args.num_spec, conc, pol, cost)
-                r.update(workload=name, concurrency=conc, policy=pol["spec"], depth=args.depth,
-                         num_spec=args.num_spec)
+                r.update(
+                    workload=name,
+                    concurrency=conc,
+                    policy=pol["spec"],
+                    depth=args.depth,
+                    num_spec=args.num_spec,
+                )
                 results.append(r)
                 s = r["speculate_us"]
-                print(f"{name:8s} conc={conc:3d} {pol['spec']:10s} steps={r['steps']} drafted={r['drafted']} "
-                      f"accepted={r['accepted']} est x{r['est_speedup']:.2f} spec p50={s['p50']:.1f}us "
-                      f"mean={s['mean']:.1f}us peak={r['peak_cache_bytes'] / 2**20:.1f} MiB", flush=True)
+                print(
+                    f"{name:8s} conc={conc:3d} {pol['spec']:10s} steps={r['steps']} drafted={r['drafted']} "
+                    f"accepted={r['accepted']} est x{r['est_speedup']:.2f} spec p50={s['p50']:.1f}us "
+                    f"mean={s['mean']:.1f}us peak={r['peak_cache_bytes'] / 2**20:.1f} MiB",
+                    flush=True,
+                )
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-            "peak_rss_mib": peak_rss, "cost": cost.__dict__}
+    meta = {
+        "machine": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "peak_rss_mib": peak_rss,
+        "cost": cost.__dict__,
+    }
     if args.out:
         args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     if args.md:
@@ -259,13 +330,18 @@ def main() -> None:
 
 
 def render_pairs_md(args, cost: StepCost, rows: list[dict]) -> str:
-    lines = [f"Replay of `{args.pairs}` (truth: outputs of `{args.truth}`), cost model {cost.__dict__}", "",
-             "| policy | phase | steps | steps no spec | drafted | accepted | acceptance | est ms | est ms no spec | est speedup |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Replay of `{args.pairs}` (truth: outputs of `{args.truth}`), cost model {cost.__dict__}",
+        "",
+        "| policy | phase | steps | steps no spec | drafted | accepted | acceptance | est ms | est ms no spec | est speedup |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['policy']} | {r['phase']} | {r['steps']} | {r['base_steps']} | {r['drafted']} "
-                     f"| {r['accepted']} | {r['draft_acceptance_rate']:.2f} | {r['est_ms']:.0f} "
-                     f"| {r['base_est_ms']:.0f} | x{r['est_speedup']:.2f} |")
+        lines.append(
+            f"| {r['policy']} | {r['phase']} | {r['steps']} | {r['base_steps']} | {r['drafted']} "
+            f"| {r['accepted']} | {r['draft_acceptance_rate']:.2f} | {r['est_ms']:.0f} "
+            f"| {r['base_est_ms']:.0f} | x{r['est_speedup']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -76,7 +76,10 @@ def code(n: int, seed: int = 0, prompt_len: int = 1024, resp_len: int = 256):
         ids = [vocab.setdefault(s, len(vocab)) for s in toks]
         # Several (prompt, response) cuts per file: completing inside a file.
         for start in range(0, len(ids) - prompt_len - resp_len, prompt_len + resp_len):
-            yield ids[start : start + prompt_len], ids[start + prompt_len : start + prompt_len + resp_len]
+            yield (
+                ids[start : start + prompt_len],
+                ids[start + prompt_len : start + prompt_len + resp_len],
+            )
             produced += 1
             if produced >= n:
                 return
@@ -120,7 +123,7 @@ def context_copy_prompts(n: int, seed: int, length: int = 128, vocab: int = 348)
         while pos < length - 8:
             src = rng.randrange(0, pos - 4)
             span = min(rng.randrange(8, 64), length - pos, pos - src)
-            toks[pos:pos + span] = toks[src:src + span]
+            toks[pos : pos + span] = toks[src : src + span]
             pos += span + rng.randrange(0, 12)
         prompts.append(toks)
     return prompts
@@ -129,13 +132,14 @@ def context_copy_prompts(n: int, seed: int, length: int = 128, vocab: int = 348)
 COPY_PERIOD = 192 + 192 // 4  # document + filler of copy_prompts' default doc_len
 
 
-def noisy_copy(prompt: list[int], n: int, noise: float, rng, vocab: int = 348,
-               period: int = COPY_PERIOD) -> list[int]:
+def noisy_copy(
+    prompt: list[int], n: int, noise: float, rng, vocab: int = 348, period: int = COPY_PERIOD
+) -> list[int]:
     """Continue the quote (it repeats with period document + filler) with random slips."""
     ctx = list(prompt)
     for _ in range(n):
         ctx.append(ctx[-period] if rng.random() >= noise else int(rng.integers(4, vocab)))
-    return ctx[len(prompt):]
+    return ctx[len(prompt) :]
 
 
 def copy(n: int, seed: int = 0, resp_len: int = 256, noise: float = 0.05):
@@ -144,17 +148,24 @@ def copy(n: int, seed: int = 0, resp_len: int = 256, noise: float = 0.05):
         yield p, noisy_copy(p, resp_len, noise, rng)
 
 
-def copy_record(single: int = 8, batch: int = 32, resp_len: int = 256, noise: float = 0.05, seed: int = 0):
+def copy_record(
+    single: int = 8, batch: int = 32, resp_len: int = 256, noise: float = 0.05, seed: int = 0
+):
     """A gpu_speed.py --record layout filled by the noisy copier (for offline checks)."""
     rng = np.random.default_rng(seed)
     a = copy_prompts(single, 1)
     b = copy_prompts(batch, 2)
     outs_b = [noisy_copy(p, resp_len, noise, rng) for p in b]
-    return {"phases": {
-        "a_single": {"prompts": a, "outputs": {"none": [noisy_copy(p, resp_len, noise, rng) for p in a]}},
-        "b_batch_first": {"prompts": b, "outputs": {"none": outs_b}},
-        "c_batch_again": {"prompts": b, "outputs": {"none": outs_b}},
-    }}
+    return {
+        "phases": {
+            "a_single": {
+                "prompts": a,
+                "outputs": {"none": [noisy_copy(p, resp_len, noise, rng) for p in a]},
+            },
+            "b_batch_first": {"prompts": b, "outputs": {"none": outs_b}},
+            "c_batch_again": {"prompts": b, "outputs": {"none": outs_b}},
+        }
+    }
 
 
 WORKLOADS = {"agentic": agentic, "code": code, "chat": chat, "copy": copy}

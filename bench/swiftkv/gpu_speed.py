@@ -32,13 +32,22 @@ from pathlib import Path
 def serve(model: str, gpu_util: float, max_batched: int) -> None:
     """Engine process: read JSON commands from stdin, answer one JSON line each."""
     os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
     import random
 
-    llm = LLM(model=model, dtype="bfloat16", gpu_memory_utilization=gpu_util, seed=0,
-              enable_prefix_caching=False, max_model_len=4096, skip_tokenizer_init=True,
-              max_num_batched_tokens=max_batched, max_num_seqs=256)
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(
+        model=model,
+        dtype="bfloat16",
+        gpu_memory_utilization=gpu_util,
+        seed=0,
+        enable_prefix_caching=False,
+        max_model_len=4096,
+        skip_tokenizer_init=True,
+        max_num_batched_tokens=max_batched,
+        max_num_seqs=256,
+    )
     vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
 
     def kv_bytes_per_token(m):
@@ -53,35 +62,62 @@ def serve(model: str, gpu_util: float, max_batched: int) -> None:
         return total / slots if slots else 0.0
 
     out = sys.__stdout__
-    print(json.dumps({"ready": True, "kv_bytes_per_token": llm.apply_model(kv_bytes_per_token)[0]}),
-          file=out, flush=True)
+    print(
+        json.dumps({"ready": True, "kv_bytes_per_token": llm.apply_model(kv_bytes_per_token)[0]}),
+        file=out,
+        flush=True,
+    )
     for line in sys.stdin:
         cmd = json.loads(line)
         rng = random.Random(cmd.get("seed", 0))
-        prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(3, vocab)
-                                                   for _ in range(cmd["prompt_len"])])
-                   for _ in range(cmd["prompts"])]
-        sp = SamplingParams(temperature=0.0, max_tokens=cmd["new_tokens"], ignore_eos=True,
-                            detokenize=False)
+        prompts = [
+            TokensPrompt(
+                prompt_token_ids=[rng.randrange(3, vocab) for _ in range(cmd["prompt_len"])]
+            )
+            for _ in range(cmd["prompts"])
+        ]
+        sp = SamplingParams(
+            temperature=0.0, max_tokens=cmd["new_tokens"], ignore_eos=True, detokenize=False
+        )
         tokens = 0
         t0 = time.perf_counter()
         for _ in range(cmd["loops"]):
             outs = llm.generate(prompts, sp, use_tqdm=False)
             tokens += sum(len(o.outputs[0].token_ids) for o in outs)
         dt = time.perf_counter() - t0
-        print(json.dumps({"seconds": dt, "generated": tokens,
-                          "prompt_tokens": cmd["loops"] * cmd["prompts"] * cmd["prompt_len"]}),
-              file=out, flush=True)
+        print(
+            json.dumps(
+                {
+                    "seconds": dt,
+                    "generated": tokens,
+                    "prompt_tokens": cmd["loops"] * cmd["prompts"] * cmd["prompt_len"],
+                }
+            ),
+            file=out,
+            flush=True,
+        )
 
 
 class Engine:
     def __init__(self, name: str, model: str, gpu_util: float, max_batched: int, log: Path):
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", model, "--gpu-util", str(gpu_util),
-             "--max-batched", str(max_batched)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True,
-            env=dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", ARCTIC_INFERENCE_ENABLED="1"))
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                model,
+                "--gpu-util",
+                str(gpu_util),
+                "--max-batched",
+                str(max_batched),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(log, "w"),
+            text=True,
+            env=dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", ARCTIC_INFERENCE_ENABLED="1"),
+        )
         self.info = self._read()
 
     def _read(self) -> dict:
@@ -103,8 +139,12 @@ class Engine:
 
 
 def summary(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "n": len(values)}
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
 
 
 def main() -> int:
@@ -127,15 +167,21 @@ def main() -> int:
     if a.serve:
         serve(a.serve, a.gpu_util, a.max_batched)
         return 0
-    engines = [Engine("swiftkv", a.swiftkv, a.gpu_util, a.max_batched, a.logdir / "engine_swiftkv.log"),
-               Engine("llama", a.llama, a.gpu_util, a.max_batched, a.logdir / "engine_llama.log")]
+    engines = [
+        Engine("swiftkv", a.swiftkv, a.gpu_util, a.max_batched, a.logdir / "engine_swiftkv.log"),
+        Engine("llama", a.llama, a.gpu_util, a.max_batched, a.logdir / "engine_llama.log"),
+    ]
     phases = {
         "prefill": dict(prompts=a.prompts, prompt_len=a.prompt_len, new_tokens=1),
-        "decode": dict(prompts=a.prompts, prompt_len=a.decode_prompt_len, new_tokens=a.decode_tokens),
+        "decode": dict(
+            prompts=a.prompts, prompt_len=a.decode_prompt_len, new_tokens=a.decode_tokens
+        ),
     }
-    result: dict = {"args": {k: str(v) for k, v in vars(a).items()},
-                    "kv_bytes_per_token": {e.name: e.info["kv_bytes_per_token"] for e in engines},
-                    "phases": {}}
+    result: dict = {
+        "args": {k: str(v) for k, v in vars(a).items()},
+        "kv_bytes_per_token": {e.name: e.info["kv_bytes_per_token"] for e in engines},
+        "phases": {},
+    }
     try:
         for phase in a.phases.split(","):
             cmd = phases[phase]
@@ -152,25 +198,39 @@ def main() -> int:
                     key = "prompt_tokens" if phase == "prefill" else "generated"
                     r["tok_per_s"] = r[key] / r["seconds"]
                     rows[e.name].append(r)
-                    print(f"{phase} rep {rep} {e.name}: {r['tok_per_s']:.0f} tok/s "
-                          f"({r['seconds']:.1f} s)", flush=True)
+                    print(
+                        f"{phase} rep {rep} {e.name}: {r['tok_per_s']:.0f} tok/s "
+                        f"({r['seconds']:.1f} s)",
+                        flush=True,
+                    )
             tps = {n: [r["tok_per_s"] for r in rs] for n, rs in rows.items()}
-            short = [round(r["seconds"], 1) for rs in rows.values() for r in rs
-                     if r["seconds"] < a.min_phase]
+            short = [
+                round(r["seconds"], 1)
+                for rs in rows.values()
+                for r in rs
+                if r["seconds"] < a.min_phase
+            ]
             if short:
                 print(f"WARNING {phase}: {len(short)} timed phases under {a.min_phase} s: {short}")
-            ratios = [s / l for s, l in zip(tps["swiftkv"], tps["llama"])]
-            result["phases"][phase] = {"loops": loops, "warmup_s": warm, "runs": rows,
-                                       "tok_per_s": {n: summary(v) for n, v in tps.items()},
-                                       "ratio_per_rep": summary(ratios),
-                                       "phases_under_min": short,
-                                       "ratio_of_medians": statistics.median(tps["swiftkv"])
-                                       / statistics.median(tps["llama"])}
+            ratios = [s / base for s, base in zip(tps["swiftkv"], tps["llama"])]
+            result["phases"][phase] = {
+                "loops": loops,
+                "warmup_s": warm,
+                "runs": rows,
+                "tok_per_s": {n: summary(v) for n, v in tps.items()},
+                "ratio_per_rep": summary(ratios),
+                "phases_under_min": short,
+                "ratio_of_medians": statistics.median(tps["swiftkv"])
+                / statistics.median(tps["llama"]),
+            }
             p = result["phases"][phase]
             a.out.write_text(json.dumps(result, indent=2))
-            print(f"{phase}: swiftkv/llama x{p['ratio_of_medians']:.2f} (per-rep ratio median "
-                  f"x{p['ratio_per_rep']['median']:.2f}, min x{p['ratio_per_rep']['min']:.2f}, "
-                  f"max x{p['ratio_per_rep']['max']:.2f})", flush=True)
+            print(
+                f"{phase}: swiftkv/llama x{p['ratio_of_medians']:.2f} (per-rep ratio median "
+                f"x{p['ratio_per_rep']['median']:.2f}, min x{p['ratio_per_rep']['min']:.2f}, "
+                f"max x{p['ratio_per_rep']['max']:.2f})",
+                flush=True,
+            )
     finally:
         for e in engines:
             e.close()

@@ -27,7 +27,11 @@ def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
         external = any(k.external_bases for k in ctx.new.mro(cls))
         for use in attribute_uses(ctx.corpus, patch):
             new_p = provision(ctx.new, cls, use.attr)
-            old_p = provision(old, old_cls, use.attr) if old_cls is not None and old is not None else None
+            old_p = (
+                provision(old, old_cls, use.attr)
+                if old_cls is not None and old is not None
+                else None
+            )
             loc = ctx.plugin_loc(patch.relpath, use.line, f"{patch.name}.{use.method}")
             accessors = ", ".join("." + a for a in use.accessors)
             if not new_p.provided:
@@ -41,7 +45,9 @@ def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
                     "RK303",
                     f"{patch.name}.{use.method} reads self.{use.attr}, but {cls.qualname} (with its bases) "
                     f"no longer assigns or defines {use.attr} at {ctx.new.tree.version or ctx.new.tree.label}{was}",
-                    plugin=loc, upstream=ctx.upstream_loc(cls), subject=f"{patch.target}.{use.attr}",
+                    plugin=loc,
+                    upstream=ctx.upstream_loc(cls),
+                    subject=f"{patch.target}.{use.attr}",
                     suggestion=f"find what replaced {use.attr} in {cls.qualname}.__init__ and read that instead",
                     attribute=use.attr,
                 )
@@ -54,8 +60,11 @@ def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
                 f"{patch.name}.{use.method} reads self.{use.attr}{' (uses ' + accessors + ')' if accessors else ''}; "
                 f"{cls.name} now assigns it {nv.render()} (`{nv.source}` in {nw}) instead of {ov.render()} "
                 f"(`{ov.source}` in {ow} at {old.tree.version})",
-                plugin=loc, upstream=Location(cls.relpath, nv.line, None, f"{cls.qualname}.{use.attr}"),
+                plugin=loc,
+                upstream=Location(cls.relpath, nv.line, None, f"{cls.qualname}.{use.attr}"),
                 subject=f"{patch.target}.{use.attr}",
                 suggestion=f"check every use of self.{use.attr}{accessors and ' (' + accessors + ')'} against the new value's type",
-                attribute=use.attr, old_value=ov.source, new_value=nv.source,
+                attribute=use.attr,
+                old_value=ov.source,
+                new_value=nv.source,
             )

@@ -46,9 +46,19 @@ def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
                 upstream=Location(twin.relpath, twin.line, None, twin.qualname),
                 subject=f"{patch.target}|{twin.qualname}",
                 suggestion=f"patch {twin.qualname} as well, or refuse/force the selecting switch "
-                           f"(e.g. set its env var) while the plugin is active",
-                twin=twin.qualname, shared_members=shared,
-                selectors=[{"path": s.relpath, "line": s.line, "condition": s.condition, "branch": s.branch,
-                            "env_vars": s.env_vars, "constants": s.constants, "resolved_at": s.resolved_at}
-                           for s in twin.selectors],
+                f"(e.g. set its env var) while the plugin is active",
+                twin=twin.qualname,
+                shared_members=shared,
+                selectors=[
+                    {
+                        "path": s.relpath,
+                        "line": s.line,
+                        "condition": s.condition,
+                        "branch": s.branch,
+                        "env_vars": s.env_vars,
+                        "constants": s.constants,
+                        "resolved_at": s.resolved_at,
+                    }
+                    for s in twin.selectors
+                ],
             )

@@ -8,7 +8,12 @@ from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.drift.binding import render_params
 from rebasekit.drift.calls import (
-    CallSite, call_sites, callee_return_shape, check_binding, unpackings, upstream_call_sites,
+    CallSite,
+    call_sites,
+    callee_return_shape,
+    check_binding,
+    unpackings,
+    upstream_call_sites,
 )
 from rebasekit.drift.upstream import call_params
 from rebasekit.findings import Finding
@@ -22,7 +27,9 @@ def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
         if verdict is None or verdict.result.ok:
             continue
         c = site.call
-        params = call_params(ctx.new, verdict.callee, bound=site.bound, raw_function=site.raw_function)
+        params = call_params(
+            ctx.new, verdict.callee, bound=site.bound, raw_function=site.raw_function
+        )
         sig = render_params(params[0]) if params else "?"
         what = _describe_callee(site, verdict.callee)
         message = f"{what} no longer binds at {_ver(ctx)}: {'; '.join(verdict.result.problems)}; it now takes {sig}"
@@ -34,11 +41,15 @@ def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
         if moved:
             suggestion += f"; upstream now makes this call in {moved}"
         yield ctx.finding(
-            "RK301", message,
+            "RK301",
+            message,
             plugin=ctx.plugin_loc(c.relpath, c.lineno, c.in_function),
             upstream=ctx.upstream_loc(verdict.params_from),
-            suggestion=suggestion, subject=f"{c.callee}|{c.positional}|{','.join(c.keywords)}",
-            callee=verdict.callee.qualname, problems=verdict.result.problems, upstream_signature=sig,
+            suggestion=suggestion,
+            subject=f"{c.callee}|{c.positional}|{','.join(c.keywords)}",
+            callee=verdict.callee.qualname,
+            problems=verdict.result.problems,
+            upstream_signature=sig,
             moved_to=moved,
         )
 
@@ -62,7 +73,11 @@ def _old_signature(ctx: ScanContext, site: CallSite) -> str | None:
     if ctx.old is None:
         return None
     sym = ctx.old.resolve(site.call.callee)
-    params = call_params(ctx.old, sym, bound=site.bound, raw_function=site.raw_function) if sym is not None else None
+    params = (
+        call_params(ctx.old, sym, bound=site.bound, raw_function=site.raw_function)
+        if sym is not None
+        else None
+    )
     return render_params(params[0]) if params else None
 
 
@@ -103,19 +118,23 @@ def check_return_shapes(ctx: ScanContext) -> Iterator[Finding]:
         sym, shape = found
         if shape.unpacks_to(unpack.arity) is not False:
             continue
-        message = (f"unpacks {sym.qualname}(...) into {unpack.arity} names, but at {_ver(ctx)} it returns "
-                   f"{shape.render()}")
+        message = (
+            f"unpacks {sym.qualname}(...) into {unpack.arity} names, but at {_ver(ctx)} it returns "
+            f"{shape.render()}"
+        )
         if ctx.old is not None:
             old = callee_return_shape(ctx.old, unpack.call.callee)
             if old is not None and old[1] != shape:
                 message += f" (at {ctx.old.tree.version or ctx.old.tree.label}: {old[1].render()})"
         c = unpack.call
         yield ctx.finding(
-            "RK302", message,
+            "RK302",
+            message,
             plugin=ctx.plugin_loc(c.relpath, unpack.line, c.in_function),
             upstream=ctx.upstream_loc(sym),
             suggestion=f"read the fields of the returned value instead of unpacking {unpack.arity}, "
-                       f"or adapt to the new arity",
-            subject=f"{c.callee}|{unpack.arity}", callee=sym.qualname, returns=shape.render(),
+            f"or adapt to the new arity",
+            subject=f"{c.callee}|{unpack.arity}",
+            callee=sym.qualname,
+            returns=shape.render(),
         )
-

@@ -18,7 +18,11 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
     if base is None:
         return
     for od in override_drifts(ctx.corpus, base, ctx.new):
-        kind = "copies" if od.mirrors else ("wraps" if od.attr in _orig_targets(od.patch) else "replaces")
+        kind = (
+            "copies"
+            if od.mirrors
+            else ("wraps" if od.attr in _orig_targets(od.patch) else "replaces")
+        )
         removed, added = od.changed
         yield ctx.finding(
             "RK402",
@@ -28,10 +32,17 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
             upstream=ctx.upstream_loc(od.new_sym),
             severity=None if od.mirrors else Severity.INFO,
             subject=f"{od.new_sym.qualname}",
-            suggestion=("run `rebasekit port --to " + (ctx.new.tree.version or "NEW") + "` to merge the upstream "
-                        "change into the copy, or review the diff" if od.mirrors else
-                        "review the diff: the wrapper's pre/post logic may rely on the old behaviour"),
-            diff=od.diff, mirrors=od.mirrors, similarity=round(od.similarity, 2),
+            suggestion=(
+                "run `rebasekit port --to "
+                + (ctx.new.tree.version or "NEW")
+                + "` to merge the upstream "
+                "change into the copy, or review the diff"
+                if od.mirrors
+                else "review the diff: the wrapper's pre/post logic may rely on the old behaviour"
+            ),
+            diff=od.diff,
+            mirrors=od.mirrors,
+            similarity=round(od.similarity, 2),
         )
 
 

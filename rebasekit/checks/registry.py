@@ -26,7 +26,9 @@ class Check:
 _CHECKS: dict[str, Check] = {}
 
 
-def register_check(codes: Iterable[str], name: str | None = None) -> Callable[[CheckFunc], CheckFunc]:
+def register_check(
+    codes: Iterable[str], name: str | None = None
+) -> Callable[[CheckFunc], CheckFunc]:
     """Register ``func`` as a check emitting ``codes`` (each must be defined in codes.py)."""
     from rebasekit.codes import CODES
 

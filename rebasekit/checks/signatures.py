@@ -27,10 +27,14 @@ def check_signatures(ctx: ScanContext) -> Iterator[Finding]:
             member = target_member(ctx.new, target, attr.name)
             if not member.found or member.symbol is None:
                 continue  # the patch adds this name (or upstream serves it dynamically)
-            yield from _compare_attr(ctx, patch, attr, member.symbol, module_target=target.kind == "module")
+            yield from _compare_attr(
+                ctx, patch, attr, member.symbol, module_target=target.kind == "module"
+            )
 
 
-def _compare_attr(ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symbol, module_target: bool) -> Iterator[Finding]:
+def _compare_attr(
+    ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symbol, module_target: bool
+) -> Iterator[Finding]:
     loc = ctx.plugin_loc(patch.relpath, attr.lineno, f"{patch.name}.{attr.name}")
     up_loc = ctx.upstream_loc(up)
     up_kind = "function" if (module_target and up.kind == "function") else up.member_kind
@@ -38,9 +42,14 @@ def _compare_attr(ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symb
     if attr.kind not in _FUNCTION_KINDS:
         return
     if up_kind != own_kind and not (up_kind == "class" and own_kind == "method"):
-        yield ctx.finding("RK216", f"{attr.name} is a {own_kind} in {patch.name} but a {up_kind} upstream ({up.qualname})",
-                          plugin=loc, upstream=up_loc, subject=attr.name,
-                          suggestion=f"make the override a {up_kind} or retarget it")
+        yield ctx.finding(
+            "RK216",
+            f"{attr.name} is a {own_kind} in {patch.name} but a {up_kind} upstream ({up.qualname})",
+            plugin=loc,
+            upstream=up_loc,
+            subject=attr.name,
+            suggestion=f"make the override a {up_kind} or retarget it",
+        )
         return
     if attr.signature is None or up.signature is None or attr.is_passthrough:
         return  # (self, *args, **kwargs) accepts whatever upstream accepts
@@ -51,10 +60,17 @@ def _compare_attr(ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symb
         ours, theirs = drop_receiver(ours), drop_receiver(theirs)
     for diff in compare(ours, theirs):
         severity = Severity(diff.severity) if diff.severity else None
-        yield ctx.finding(diff.code, f"{patch.name}.{attr.name} vs {up.qualname}: {diff.message}",
-                          plugin=loc, upstream=up_loc, subject=f"{attr.name}:{diff.param}", severity=severity,
-                          suggestion=_suggest(diff.code, theirs, up),
-                          upstream_signature=up.signature.render(), override_signature=attr.signature.render())
+        yield ctx.finding(
+            diff.code,
+            f"{patch.name}.{attr.name} vs {up.qualname}: {diff.message}",
+            plugin=loc,
+            upstream=up_loc,
+            subject=f"{attr.name}:{diff.param}",
+            severity=severity,
+            suggestion=_suggest(diff.code, theirs, up),
+            upstream_signature=up.signature.render(),
+            override_signature=attr.signature.render(),
+        )
 
 
 def _suggest(code: str, theirs, up: Symbol) -> str:

@@ -14,11 +14,20 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def moved_candidates(index: CodeIndex, name: str, near: str, kinds=("class", "function", "variable")) -> list[Symbol]:
+def moved_candidates(
+    index: CodeIndex, name: str, near: str, kinds=("class", "function", "variable")
+) -> list[Symbol]:
     """Definitions of ``name`` elsewhere in ``index``, closest to module ``near`` first."""
     found = [s for s in index.find_definitions(name, kinds) if s.module != near]
-    found.sort(key=lambda s: (-_common_prefix(s.module, near), s.module.startswith(tuple(
-        f"{index.tree.package}.{p}" for p in ("third_party", "vllm_flash_attn"))), s.module))
+    found.sort(
+        key=lambda s: (
+            -_common_prefix(s.module, near),
+            s.module.startswith(
+                tuple(f"{index.tree.package}.{p}" for p in ("third_party", "vllm_flash_attn"))
+            ),
+            s.module,
+        )
+    )
     return found
 
 

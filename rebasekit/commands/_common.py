@@ -7,35 +7,82 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.console import Console
+from rich.markup import escape
 
 from rebasekit.errors import InputError, RebasekitError
 
-PluginOpt = Annotated[Optional[Path], typer.Option("--plugin", help="Plugin package folder (default: [tool.rebasekit] plugin of the project).")]
-PatchBaseOpt = Annotated[Optional[list[str]], typer.Option("--patch-base", help="Name of a patch marker base class (repeatable; default: [tool.rebasekit] patch-bases).")]
-VllmOpt = Annotated[Optional[str], typer.Option("--vllm", help="Upstream 'vllm' package folder (or the folder containing it).")]
-VllmVersionOpt = Annotated[Optional[str], typer.Option("--vllm-version", help="Upstream release X.Y.Z, downloaded once into the cache.")]
-VllmGitOpt = Annotated[Optional[str], typer.Option("--vllm-git", help="Upstream git checkout and ref, as REPO@REF.")]
-FromOpt = Annotated[Optional[str], typer.Option("--from", help="OLD tree (folder, X.Y.Z or REPO@REF): classify each finding as new or preexisting.")]
-ToOpt = Annotated[Optional[str], typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF) to scan against.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report (rebasekit/report/SCHEMA.md).")]
+PluginOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plugin", help="Plugin package folder (default: [tool.rebasekit] plugin of the project)."
+    ),
+]
+PatchBaseOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--patch-base",
+        help="Name of a patch marker base class (repeatable; default: [tool.rebasekit] patch-bases).",
+    ),
+]
+VllmOpt = Annotated[
+    str | None,
+    typer.Option("--vllm", help="Upstream 'vllm' package folder (or the folder containing it)."),
+]
+VllmVersionOpt = Annotated[
+    str | None,
+    typer.Option("--vllm-version", help="Upstream release X.Y.Z, downloaded once into the cache."),
+]
+VllmGitOpt = Annotated[
+    str | None, typer.Option("--vllm-git", help="Upstream git checkout and ref, as REPO@REF.")
+]
+FromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="OLD tree (folder, X.Y.Z or REPO@REF): classify each finding as new or preexisting.",
+    ),
+]
+ToOpt = Annotated[
+    str | None, typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF) to scan against.")
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the JSON report (rebasekit/report/SCHEMA.md).")
+]
 SarifOpt = Annotated[bool, typer.Option("--sarif", help="Print a SARIF 2.1.0 log.")]
-SelectOpt = Annotated[Optional[list[str]], typer.Option("--select", help="Only these codes (prefix match, repeatable or comma-separated).")]
-IgnoreOpt = Annotated[Optional[list[str]], typer.Option("--ignore", help="Drop these codes (prefix match, repeatable or comma-separated).")]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--select", help="Only these codes (prefix match, repeatable or comma-separated)."
+    ),
+]
+IgnoreOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore", help="Drop these codes (prefix match, repeatable or comma-separated)."
+    ),
+]
 
-AllowIncompleteOpt = Annotated[bool, typer.Option("--allow-incomplete", help="Exit 0/1 even when part of the analysis could not be done (the warnings are still printed).")]
+AllowIncompleteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomplete",
+        help="Exit 0/1 even when part of the analysis could not be done (the warnings are still printed).",
+    ),
+]
 
 # The exit-code contract every command holds (README "Exit codes").
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INCOMPLETE = EXIT_BAD_INPUT
 DEBUG_ENV = "REBASEKIT_DEBUG"
-EXIT_CODES_HELP = ("Exit codes: 0 clean, 1 findings, 2 bad input or an incomplete analysis "
-                   "(see --allow-incomplete), 3 internal error (a bug; --debug or "
-                   f"{DEBUG_ENV}=1 shows the traceback).")
+EXIT_CODES_HELP = (
+    "Exit codes: 0 clean, 1 findings, 2 bad input or an incomplete analysis "
+    "(see --allow-incomplete), 3 internal error (a bug; --debug or "
+    f"{DEBUG_ENV}=1 shows the traceback)."
+)
 
 
 def err_console() -> Console:
@@ -51,7 +98,12 @@ def set_debug(on: bool) -> None:
 
 def debug_enabled() -> bool:
     """``--debug`` given, or ``REBASEKIT_DEBUG`` set to a true value: bugs re-raise."""
-    return _DEBUG_OPTION["on"] or os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return _DEBUG_OPTION["on"] or os.environ.get(DEBUG_ENV, "").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+        "on",
+    )
 
 
 def fail(message: str, hint: str | None, code: int) -> typer.Exit:
@@ -87,15 +139,19 @@ def handle_errors(func: Callable) -> Callable:
             if debug_enabled():
                 raise
             where = exc.filename if exc.filename is not None else "a file"
-            raise fail(f"{where}: {exc.strerror or exc}",
-                       "check that the path exists, is of the right kind (file or folder) and is writable",
-                       EXIT_BAD_INPUT) from None
+            raise fail(
+                f"{where}: {exc.strerror or exc}",
+                "check that the path exists, is of the right kind (file or folder) and is writable",
+                EXIT_BAD_INPUT,
+            ) from None
         except Exception as exc:  # noqa: BLE001 - the contract: a bug exits 3, with one line
             if debug_enabled():
                 raise
-            raise fail(f"internal error (a bug in rebasekit): {type(exc).__name__}: {exc}",
-                       f"rerun with --debug (or {DEBUG_ENV}=1) for the traceback and report it",
-                       EXIT_INTERNAL) from None
+            raise fail(
+                f"internal error (a bug in rebasekit): {type(exc).__name__}: {exc}",
+                f"rerun with --debug (or {DEBUG_ENV}=1) for the traceback and report it",
+                EXIT_INTERNAL,
+            ) from None
 
     return wrapper
 
@@ -110,9 +166,11 @@ def warn_degradations(degradations) -> None:
 def verdict(has_findings: bool, degradations, allow_incomplete: bool) -> int:
     """The exit code of an analysis: incomplete (2) unless allowed, else findings (1) or clean (0)."""
     if degradations and not allow_incomplete:
-        fail(f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)",
-             "fix what the warnings name, or pass --allow-incomplete to accept a partial result",
-             EXIT_INCOMPLETE)
+        fail(
+            f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)",
+            "fix what the warnings name, or pass --allow-incomplete to accept a partial result",
+            EXIT_INCOMPLETE,
+        )
         return EXIT_INCOMPLETE
     return EXIT_FINDINGS if has_findings else EXIT_CLEAN
 
@@ -121,9 +179,12 @@ def gate(degradations, allow_incomplete: bool, *, writes: bool = True) -> None:
     """Warn about each degradation; stop with exit 2 (before any write) unless allowed."""
     warn_degradations(degradations)
     if degradations and not allow_incomplete:
-        raise fail(f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)"
-                   + ("; nothing was written" if writes else ""),
-                   "fix what the warnings name, or pass --allow-incomplete", EXIT_INCOMPLETE)
+        raise fail(
+            f"incomplete analysis: {len(degradations)} thing(s) could not be checked (see the warnings)"
+            + ("; nothing was written" if writes else ""),
+            "fix what the warnings name, or pass --allow-incomplete",
+            EXIT_INCOMPLETE,
+        )
 
 
 def known_codes_check(values: tuple[str, ...], option: str) -> tuple[str, ...]:
@@ -132,8 +193,10 @@ def known_codes_check(values: tuple[str, ...], option: str) -> tuple[str, ...]:
 
     unknown = [v for v in values if not any(code.startswith(v) for code in CODES)]
     if unknown:
-        raise InputError(f"{option} {', '.join(unknown)}: no such code",
-                         hint="known codes: " + ", ".join(sorted(CODES)))
+        raise InputError(
+            f"{option} {', '.join(unknown)}: no such code",
+            hint="known codes: " + ", ".join(sorted(CODES)),
+        )
     return values
 
 
@@ -144,25 +207,49 @@ def split_codes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def pick_trees(vllm: str | None, vllm_version: str | None, vllm_git: str | None,
-               to: str | None, from_: str | None) -> tuple[str, str | None]:
+def pick_trees(
+    vllm: str | None,
+    vllm_version: str | None,
+    vllm_git: str | None,
+    to: str | None,
+    from_: str | None,
+) -> tuple[str, str | None]:
     """The NEW spec and optional OLD spec from the mutually exclusive tree options."""
-    given = [(n, v) for n, v in (("--vllm", vllm), ("--vllm-version", vllm_version),
-                                 ("--vllm-git", vllm_git), ("--to", to)) if v]
+    given = [
+        (n, v)
+        for n, v in (
+            ("--vllm", vllm),
+            ("--vllm-version", vllm_version),
+            ("--vllm-git", vllm_git),
+            ("--to", to),
+        )
+        if v
+    ]
     if len(given) > 1:
-        raise InputError(f"{' and '.join(n for n, _ in given)} both name the tree to scan",
-                         hint="give exactly one of --vllm, --vllm-version, --vllm-git or --to")
+        raise InputError(
+            f"{' and '.join(n for n, _ in given)} both name the tree to scan",
+            hint="give exactly one of --vllm, --vllm-version, --vllm-git or --to",
+        )
     if not given:
-        raise InputError("no upstream tree given",
-                         hint="add --vllm-version 0.26.0 (or --vllm PATH, --vllm-git REPO@REF, --to ...)")
+        raise InputError(
+            "no upstream tree given",
+            hint="add --vllm-version 0.26.0 (or --vllm PATH, --vllm-git REPO@REF, --to ...)",
+        )
     name, value = given[0]
     if name == "--vllm" and not Path(value).expanduser().is_dir():
-        raise InputError(f"--vllm {value}: no such folder", hint="point --vllm at an unpacked 'vllm' package folder")
+        raise InputError(
+            f"--vllm {value}: no such folder",
+            hint="point --vllm at an unpacked 'vllm' package folder",
+        )
     if name == "--vllm-version" and Path(value).expanduser().exists():
-        raise InputError(f"--vllm-version {value}: that is a path, not a release number",
-                         hint=f"pass a folder with --vllm {value}, or a release like --vllm-version 0.26.0")
+        raise InputError(
+            f"--vllm-version {value}: that is a path, not a release number",
+            hint=f"pass a folder with --vllm {value}, or a release like --vllm-version 0.26.0",
+        )
     if name == "--vllm-git" and "@" not in value:
-        raise InputError(f"--vllm-git {value}: expected REPO@REF", hint="e.g. --vllm-git ~/src/vllm@v0.27.0")
+        raise InputError(
+            f"--vllm-git {value}: expected REPO@REF", hint="e.g. --vllm-git ~/src/vllm@v0.27.0"
+        )
     return value, from_
 
 

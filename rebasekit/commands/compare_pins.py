@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -19,22 +18,24 @@ from rebasekit.history.render import dumps, print_table, to_markdown
 
 _RULES = "\n\n".join(f"{code}: {rule}." for code, rule in FLAG_RULES.items())
 
-HELP = " ".join([
-    "Ledger of what changed with each vLLM pin the plugin has declared.\n\n"
-    "Columns are pins: the main branch and every rebase branch (globs from"
-    " \\[tool.rebasekit] rebase-branches, default rebase/vllm_v*, local or remote), each"
-    " read at its tip. --history [REF] also mines REF's first-parent history (default: the"
-    " main branch) for the first commit that declared each pin, so pins whose branch is"
-    " gone still show; a branch wins over a commit with the same pin. --include-worktree"
-    " adds the files on disk, placed by their pin. The pin comes from the pyproject extra"
-    " (pin-extra, default vllm), else from the code constant (pin-constant PATH:NAME).\n\n"
-    "Rows are probes from probes/evolution_probes.toml (or --probes FILE, TOML or JSON).\n\n"
-    "Anomaly flags (advisory) are computed in pin order, columns of one pin counted once"
-    " (the rightmost), a bump being the step from one pin to the next; STALLED needs at"
-    f" least {MIN_PRIOR_BUMPS} earlier bumps.\n\n{_RULES}\n\n"
-    "Exit code: 0 no flag raised, 1 at least one flag, 2 bad input or an incomplete ledger (a shallow"
-    " clone, a revision whose pyproject does not parse; see --allow-incomplete), 3 internal error."
-])
+HELP = " ".join(
+    [
+        "Ledger of what changed with each vLLM pin the plugin has declared.\n\n"
+        "Columns are pins: the main branch and every rebase branch (globs from"
+        " \\[tool.rebasekit] rebase-branches, default rebase/vllm_v*, local or remote), each"
+        " read at its tip. --history [REF] also mines REF's first-parent history (default: the"
+        " main branch) for the first commit that declared each pin, so pins whose branch is"
+        " gone still show; a branch wins over a commit with the same pin. --include-worktree"
+        " adds the files on disk, placed by their pin. The pin comes from the pyproject extra"
+        " (pin-extra, default vllm), else from the code constant (pin-constant PATH:NAME).\n\n"
+        "Rows are probes from probes/evolution_probes.toml (or --probes FILE, TOML or JSON).\n\n"
+        "Anomaly flags (advisory) are computed in pin order, columns of one pin counted once"
+        " (the rightmost), a bump being the step from one pin to the next; STALLED needs at"
+        f" least {MIN_PRIOR_BUMPS} earlier bumps.\n\n{_RULES}\n\n"
+        "Exit code: 0 no flag raised, 1 at least one flag, 2 bad input or an incomplete ledger (a shallow"
+        " clone, a revision whose pyproject does not parse; see --allow-incomplete), 3 internal error."
+    ]
+)
 
 
 class _OptionalHistory(TyperCommand):
@@ -51,8 +52,9 @@ class _OptionalHistory(TyperCommand):
         return super().parse_args(ctx, fixed)
 
 
-def _command_line(history: str | None, worktree: bool, probes: Path | None,
-                  patterns: list[str], write: str) -> str:
+def _command_line(
+    history: str | None, worktree: bool, probes: Path | None, patterns: list[str], write: str
+) -> str:
     parts = ["rebasekit", "compare-pins"]
     if history is not None:
         parts += ["--history"] + ([history] if history else [])
@@ -75,31 +77,42 @@ def _relative(path: Path, root: Path) -> str:
 @handle_errors
 def compare_pins_cmd(
     repo: Path = typer.Option(Path("."), "--repo", help="The plugin's git checkout."),
-    history: Optional[str] = typer.Option(
-        None, "--history", metavar="[REF]",
-        help="Also mine REF's first-parent history for pin bumps (REF defaults to main)."),
-    include_worktree: bool = typer.Option(False, "--include-worktree",
-                                          help="Add the working tree as a column."),
-    probes: Optional[Path] = typer.Option(None, "--probes", help="Probe file (TOML or JSON)."),
+    history: str | None = typer.Option(
+        None,
+        "--history",
+        metavar="[REF]",
+        help="Also mine REF's first-parent history for pin bumps (REF defaults to main).",
+    ),
+    include_worktree: bool = typer.Option(
+        False, "--include-worktree", help="Add the working tree as a column."
+    ),
+    probes: Path | None = typer.Option(None, "--probes", help="Probe file (TOML or JSON)."),
     branch_pattern: list[str] = typer.Option(
-        [], "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."),
-    write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown ledger here."),
+        [], "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."
+    ),
+    write: Path | None = typer.Option(None, "--write", help="Write the markdown ledger here."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
     allow_incomplete: AllowIncompleteOpt = False,
-    force: bool = typer.Option(False, "--force", help="Let --write replace a file rebasekit did not generate."),
+    force: bool = typer.Option(
+        False, "--force", help="Let --write replace a file rebasekit did not generate."
+    ),
 ) -> None:
     if write is not None:
         check_replaceable(write, "--write", force)
     root = repo.resolve()
     write_rel = _relative(write, root) if write else None
     options = CompareOptions(
-        history=history, include_worktree=include_worktree, probes=probes,
+        history=history,
+        include_worktree=include_worktree,
+        probes=probes,
         branch_globs=tuple(branch_pattern) if branch_pattern else None,
         exclude=(write_rel,) if write_rel else (),
     )
     ledger = compare_pins(root, options)
     incomplete = bool(ledger.degradations) and not allow_incomplete
-    if write is not None and not incomplete:  # an incomplete ledger is never committed as the record
+    if (
+        write is not None and not incomplete
+    ):  # an incomplete ledger is never committed as the record
         shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
         command = _command_line(history, include_worktree, probes, branch_pattern, shown)
         write_generated(write, to_markdown(ledger, command))

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from rebasekit.checks.targets import resolve_target, target_member
-from rebasekit.commands._common import PatchBaseOpt, PluginOpt, emit, handle_errors, warn_degradations
+from rebasekit.commands._common import (
+    PatchBaseOpt,
+    PluginOpt,
+    emit,
+    handle_errors,
+    warn_degradations,
+)
 from rebasekit.completeness import of_inputs
 from rebasekit.index import CodeIndex, Status
 from rebasekit.scan import load_corpus
@@ -21,9 +27,18 @@ corpus_app = typer.Typer(help="Inspect the plugin's patch corpus.", no_args_is_h
 
 @corpus_app.command("show")
 @handle_errors
-def show(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
-         vllm: Annotated[Optional[str], typer.Option("--vllm", help="Tree (folder, X.Y.Z or REPO@REF) to tell replaced from added attributes.")] = None,
-         json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def show(
+    plugin: PluginOpt = None,
+    patch_base: PatchBaseOpt = None,
+    vllm: Annotated[
+        str | None,
+        typer.Option(
+            "--vllm",
+            help="Tree (folder, X.Y.Z or REPO@REF) to tell replaced from added attributes.",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """List patch classes, their targets and attributes, upstream imports and calls."""
     corpus = load_corpus(plugin, patch_base)
     index = CodeIndex(open_tree(vllm)) if vllm else None
@@ -36,7 +51,10 @@ def show(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
                     actions[(patch.name, attr.name)] = "target-missing"
                     continue
                 st = target_member(index, res.symbol, attr.name).status
-                actions[(patch.name, attr.name)] = {Status.FOUND: "replaces", Status.DYNAMIC: "unknown"}.get(st, "adds")
+                actions[(patch.name, attr.name)] = {
+                    Status.FOUND: "replaces",
+                    Status.DYNAMIC: "unknown",
+                }.get(st, "adds")
     warn_degradations(of_inputs(corpus, [index]))  # stderr: the listing below may be partial
     if json_out:
         data = corpus.to_dict()
@@ -46,12 +64,16 @@ def show(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
         emit(json.dumps(data, indent=2, default=str))
         return
     console = Console(highlight=False)
-    console.print(f"[bold]{corpus.package}[/bold]: {len(corpus.files)} files, {len(corpus.patches)} patches, "
-                  f"{len(corpus.imports)} upstream imports, {len(corpus.calls)} upstream calls; "
-                  f"patch bases: {', '.join(corpus.patch_bases) or '(none)'}")
+    console.print(
+        f"[bold]{corpus.package}[/bold]: {len(corpus.files)} files, {len(corpus.patches)} patches, "
+        f"{len(corpus.imports)} upstream imports, {len(corpus.calls)} upstream calls; "
+        f"patch bases: {', '.join(corpus.patch_bases) or '(none)'}"
+    )
     for f in corpus.files:
         if f.syntax_error:
-            console.print(f"[red]{f.relpath}:{f.error_line}: does not parse: {f.syntax_error}[/red]")
+            console.print(
+                f"[red]{f.relpath}:{f.error_line}: does not parse: {f.syntax_error}[/red]"
+            )
     table = Table(title="patches", title_justify="left")
     for col in ("patch", "target", "attribute", "kind", "action", "_orig_ aliases"):
         table.add_column(col, overflow="fold")
@@ -59,10 +81,14 @@ def show(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
         aliases = ", ".join(f"{a.alias}→{a.attr}" for a in patch.orig_aliases)
         rows = patch.attributes or [None]
         for i, attr in enumerate(rows):
-            table.add_row(f"{patch.name} ({patch.relpath}:{patch.lineno})" if i == 0 else "",
-                          (patch.target or f"? {patch.target_expr}") if i == 0 else "",
-                          attr.name if attr else "", attr.kind if attr else "",
-                          actions.get((patch.name, attr.name), "") if attr else "", aliases if i == 0 else "")
+            table.add_row(
+                f"{patch.name} ({patch.relpath}:{patch.lineno})" if i == 0 else "",
+                (patch.target or f"? {patch.target_expr}") if i == 0 else "",
+                attr.name if attr else "",
+                attr.kind if attr else "",
+                actions.get((patch.name, attr.name), "") if attr else "",
+                aliases if i == 0 else "",
+            )
     console.print(table)
     imports = Table(title="upstream imports", title_justify="left")
     for col in ("file:line", "import", "guard"):
@@ -80,7 +106,9 @@ def show(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
         shape = [f"{call.positional} positional"] + [f"{k}=" for k in call.keywords]
         shape += ["*args"] if call.star_args else []
         shape += ["**kwargs"] if call.star_kwargs else []
-        calls.add_row(f"{call.relpath}:{call.lineno}", call.callee, ", ".join(shape), call.via_orig or "")
+        calls.add_row(
+            f"{call.relpath}:{call.lineno}", call.callee, ", ".join(shape), call.via_orig or ""
+        )
     console.print(calls)
 
 

@@ -7,25 +7,51 @@ implementation is :mod:`rebasekit.corpus.lock`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from rebasekit.atomic import write_text
 from rebasekit.commands._common import (
-    EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, PatchBaseOpt, PluginOpt, emit, gate, handle_errors,
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    AllowIncompleteOpt,
+    PatchBaseOpt,
+    PluginOpt,
+    emit,
+    gate,
+    handle_errors,
 )
 from rebasekit.completeness import of_inputs
-from rebasekit.corpus.lock import build_lock, default_lock_path, dumps, lock_diff, project_root, read_lock
+from rebasekit.corpus.lock import (
+    build_lock,
+    default_lock_path,
+    dumps,
+    lock_diff,
+    project_root,
+    read_lock,
+)
 from rebasekit.errors import InputError
 from rebasekit.history.pins import PinSource, UnreadablePin, pin_from_pyproject
 from rebasekit.index import CodeIndex
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
 
-TreeOpt = Annotated[Optional[str], typer.Option("--vllm", help="Tree of the pin (folder, X.Y.Z or REPO@REF; default: the pinned version from pyproject.toml).")]
-LockOpt = Annotated[Optional[Path], typer.Option("--lock", help="Lock file (default: rebasekit.lock.json next to the plugin's pyproject.toml).")]
+TreeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vllm",
+        help="Tree of the pin (folder, X.Y.Z or REPO@REF; default: the pinned version from pyproject.toml).",
+    ),
+]
+LockOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--lock",
+        help="Lock file (default: rebasekit.lock.json next to the plugin's pyproject.toml).",
+    ),
+]
 
 
 def _pin_spec(corpus, vllm: str | None) -> str:
@@ -33,19 +59,34 @@ def _pin_spec(corpus, vllm: str | None) -> str:
         return vllm
     pyproject = project_root(corpus) / "pyproject.toml"
     try:
-        pin = pin_from_pyproject(pyproject.read_text(encoding="utf-8"), PinSource()) if pyproject.is_file() else None
+        pin = (
+            pin_from_pyproject(pyproject.read_text(encoding="utf-8"), PinSource())
+            if pyproject.is_file()
+            else None
+        )
     except (UnreadablePin, UnicodeDecodeError) as exc:
-        raise InputError(f"{pyproject} is not valid TOML ({exc})", hint="fix its syntax, or pass --vllm X.Y.Z") from None
+        raise InputError(
+            f"{pyproject} is not valid TOML ({exc})", hint="fix its syntax, or pass --vllm X.Y.Z"
+        ) from None
     if not pin:
-        raise InputError("no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",
-                         hint="pass --vllm X.Y.Z (or a folder)")
+        raise InputError(
+            "no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",
+            hint="pass --vllm X.Y.Z (or a folder)",
+        )
     return pin
 
 
 @handle_errors
-def lock(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOpt = None, lock_file: LockOpt = None,
-         stdout: Annotated[bool, typer.Option("--stdout", help="Print the lock instead of writing it.")] = False,
-         allow_incomplete: AllowIncompleteOpt = False) -> None:
+def lock(
+    plugin: PluginOpt = None,
+    patch_base: PatchBaseOpt = None,
+    vllm: TreeOpt = None,
+    lock_file: LockOpt = None,
+    stdout: Annotated[
+        bool, typer.Option("--stdout", help="Print the lock instead of writing it.")
+    ] = False,
+    allow_incomplete: AllowIncompleteOpt = False,
+) -> None:
     """Record every upstream surface the patches bind to, at the pin, in the lock file."""
     corpus = load_corpus(plugin, patch_base)
     index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
@@ -56,12 +97,19 @@ def lock(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOp
         return
     path = lock_file or default_lock_path(corpus)
     write_text(path, text)  # atomic: a failed write leaves the old lock whole
-    Console(highlight=False, stderr=True).print(f"wrote {path} ({index.tree.package} {index.tree.version})")
+    Console(highlight=False, stderr=True).print(
+        f"wrote {path} ({index.tree.package} {index.tree.version})"
+    )
 
 
 @handle_errors
-def verify(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: TreeOpt = None,
-           lock_file: LockOpt = None, allow_incomplete: AllowIncompleteOpt = False) -> None:
+def verify(
+    plugin: PluginOpt = None,
+    patch_base: PatchBaseOpt = None,
+    vllm: TreeOpt = None,
+    lock_file: LockOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
+) -> None:
     """Exit 1 with a diff when the lock no longer matches the pin or the plugin code."""
     corpus = load_corpus(plugin, patch_base)
     path = lock_file or default_lock_path(corpus)
@@ -73,8 +121,10 @@ def verify(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: Tree
     if not diff:
         emit(f"{path.name} is current ({index.tree.package} {index.tree.version})")
         raise typer.Exit(EXIT_CLEAN)
-    emit(f"{path.name} is stale: recorded {recorded['upstream'].get('version')}, "
-         f"computed {current['upstream'].get('version')}; run `rebasekit corpus lock` after reviewing:")
+    emit(
+        f"{path.name} is stale: recorded {recorded['upstream'].get('version')}, "
+        f"computed {current['upstream'].get('version')}; run `rebasekit corpus lock` after reviewing:"
+    )
     emit(diff.rstrip("\n"))
     raise typer.Exit(EXIT_FINDINGS)
 

@@ -8,7 +8,14 @@ import typer
 from rich.console import Console
 from rich.syntax import Syntax
 
-from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, emit, gate, handle_errors
+from rebasekit.commands._common import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    AllowIncompleteOpt,
+    emit,
+    gate,
+    handle_errors,
+)
 from rebasekit.completeness import of_inputs
 from rebasekit.drift.bodies import unified
 from rebasekit.drift.overrides import symbol_definition
@@ -32,10 +39,17 @@ def definition_text(index: CodeIndex, dotted: str) -> tuple[str, str] | None:
 
 @handle_errors
 def diff_method(
-    target: Annotated[str, typer.Argument(help="Dotted name, e.g. vllm.v1.worker.gpu_model_runner.GPUModelRunner.execute_model")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="Dotted name, e.g. vllm.v1.worker.gpu_model_runner.GPUModelRunner.execute_model"
+        ),
+    ],
     from_: Annotated[str, typer.Option("--from", help="OLD tree (folder, X.Y.Z or REPO@REF).")],
     to: Annotated[str, typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF).")],
-    plain: Annotated[bool, typer.Option("--unified", help="Plain unified diff, no colour.")] = False,
+    plain: Annotated[
+        bool, typer.Option("--unified", help="Plain unified diff, no colour.")
+    ] = False,
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Print how upstream changed one definition (exit 0 unchanged, 1 changed, 2 bad input or incomplete, 3 bug)."""
@@ -43,8 +57,10 @@ def diff_method(
     a, b = definition_text(old, target), definition_text(new, target)
     gate(of_inputs(None, [old, new]), allow_incomplete, writes=False)
     if a is None and b is None:
-        raise InputError(f"{target} is neither a function nor a class in {old.tree.label} or {new.tree.label}",
-                         hint="give the dotted name where it is defined, e.g. vllm.module.Class.method")
+        raise InputError(
+            f"{target} is neither a function nor a class in {old.tree.label} or {new.tree.label}",
+            hint="give the dotted name where it is defined, e.g. vllm.module.Class.method",
+        )
     old_label = f"{old.tree.version}: {a[0]}" if a else f"{old.tree.version}: (absent)"
     new_label = f"{new.tree.version}: {b[0]}" if b else f"{new.tree.version}: (absent)"
     text = unified(a[1] if a else "", b[1] if b else "", old_label, new_label)
@@ -54,7 +70,9 @@ def diff_method(
     if plain:
         emit(text.rstrip("\n"))
     else:
-        Console(highlight=False).print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        Console(highlight=False).print(
+            Syntax(text, "diff", theme="ansi_dark", background_color="default")
+        )
     raise typer.Exit(EXIT_FINDINGS)
 
 

@@ -8,7 +8,14 @@ import typer
 from rich.console import Console
 
 from rebasekit.commands._common import (
-    EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, PatchBaseOpt, PluginOpt, emit, gate, handle_errors,
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    AllowIncompleteOpt,
+    PatchBaseOpt,
+    PluginOpt,
+    emit,
+    gate,
+    handle_errors,
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
@@ -22,13 +29,31 @@ from rebasekit.upstream import open_tree
 
 @handle_errors
 def port(
-    to: Annotated[str, typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF) to port to.")],
-    from_: Annotated[str | None, typer.Option("--from", help="OLD tree the copies were taken from (default: the lock's pin).")] = None,
-    plugin: PluginOpt = None, patch_base: PatchBaseOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the patch; write nothing.")] = False,
-    skip_conflicts: Annotated[bool, typer.Option("--skip-conflicts", help="Write only clean merges; list conflicting ones with both sides.")] = False,
+    to: Annotated[
+        str, typer.Option("--to", help="NEW tree (folder, X.Y.Z or REPO@REF) to port to.")
+    ],
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from", help="OLD tree the copies were taken from (default: the lock's pin)."
+        ),
+    ] = None,
+    plugin: PluginOpt = None,
+    patch_base: PatchBaseOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the patch; write nothing.")
+    ] = False,
+    skip_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--skip-conflicts",
+            help="Write only clean merges; list conflicting ones with both sides.",
+        ),
+    ] = False,
     allow_incomplete: AllowIncompleteOpt = False,
-    force: Annotated[bool, typer.Option("--force", help="Write even into files with uncommitted git changes.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write even into files with uncommitted git changes.")
+    ] = False,
 ) -> None:
     """Merge upstream's OLD→NEW changes into copied overrides and forked files.
 
@@ -43,8 +68,10 @@ def port(
     if from_ is None:
         path = default_lock_path(corpus)
         if not path.is_file():
-            raise InputError("no --from given and no lock file to take the old pin from",
-                             hint=f"pass --from OLD or create {path.name} with `rebasekit corpus lock`")
+            raise InputError(
+                "no --from given and no lock file to take the old pin from",
+                hint=f"pass --from OLD or create {path.name} with `rebasekit corpus lock`",
+            )
         from_ = read_lock(path)["upstream"]["version"]
     base, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
     plan = plan_port(corpus, base, new)
@@ -54,13 +81,20 @@ def port(
     for line in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {line}")
     for item in plan.items:
-        state = f"[red]{item.conflicts} conflict(s)[/red]" if item.conflicts else "[green]clean[/green]"
+        state = (
+            f"[red]{item.conflicts} conflict(s)[/red]" if item.conflicts else "[green]clean[/green]"
+        )
         console.print(f"{item.kind} {item.relpath} {item.name}: {state}")
         if item.conflicts and skip_conflicts:
-            console.print(f"--- ours (plugin) ---\n{item.ours}--- theirs (upstream {new.tree.version}) ---\n"
-                          f"{item.theirs}--- base (upstream {base.tree.version}) ---\n{item.base}", markup=False)
+            console.print(
+                f"--- ours (plugin) ---\n{item.ours}--- theirs (upstream {new.tree.version}) ---\n"
+                f"{item.theirs}--- base (upstream {base.tree.version}) ---\n{item.base}",
+                markup=False,
+            )
     if not plan.items:
-        console.print(f"nothing to port: no copied override or fork drifted between {base.tree.version} and {new.tree.version}")
+        console.print(
+            f"nothing to port: no copied override or fork drifted between {base.tree.version} and {new.tree.version}"
+        )
     if dry_run:
         emit(patch_text(files))
     else:
@@ -68,7 +102,9 @@ def port(
             report = write_port(corpus.root, files, force=force)
             console.print(f"wrote {len(files)} file(s); originals kept in {report.backup}")
             if not report.in_git:
-                console.print(f"{corpus.root} is not in a git repository: the backup folder is the only copy of the originals")
+                console.print(
+                    f"{corpus.root} is not in a git repository: the backup folder is the only copy of the originals"
+                )
             console.print(f"after review, bump the pin and run `rebasekit corpus lock --vllm {to}`")
     raise typer.Exit(EXIT_FINDINGS if plan.conflicts else EXIT_CLEAN)
 

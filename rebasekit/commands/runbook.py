@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from rebasekit.atomic import check_replaceable, write_generated
-from rebasekit.commands._common import EXIT_CLEAN, EXIT_FINDINGS, AllowIncompleteOpt, gate, handle_errors
+from rebasekit.commands._common import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    AllowIncompleteOpt,
+    gate,
+    handle_errors,
+)
 from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
 from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
@@ -46,19 +51,26 @@ def _parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
 def runbook_cmd(
     old: str = typer.Option(..., "--from", help="The pin the plugin supports now."),
     new: str = typer.Option(..., "--to", help="The pin to rebase onto."),
-    write: Optional[Path] = typer.Option(None, "--write", help="Write the markdown here."),
-    record: Optional[Path] = typer.Option(None, "--record", help="Recorded phase results (JSON)."),
+    write: Path | None = typer.Option(None, "--write", help="Write the markdown here."),
+    record: Path | None = typer.Option(None, "--record", help="Recorded phase results (JSON)."),
     project: Path = typer.Option(Path("."), "--project", help="Project root (pyproject, tests)."),
-    plugin: Optional[str] = typer.Option(None, "--plugin", help="Plugin import name."),
+    plugin: str | None = typer.Option(None, "--plugin", help="Plugin import name."),
     tests: str = typer.Option("tests", "--tests", help="Test folder, relative to the project."),
-    env: list[str] = typer.Option([], "--env", help="KEY=VALUE set for every command (repeatable)."),
-    since: Optional[str] = typer.Option(None, "--changed-since",
-                                        help="Also map plugin files changed since this git ref."),
-    force: bool = typer.Option(False, "--force", help="Let --write replace a file rebasekit did not generate."),
+    env: list[str] = typer.Option(
+        [], "--env", help="KEY=VALUE set for every command (repeatable)."
+    ),
+    since: str | None = typer.Option(
+        None, "--changed-since", help="Also map plugin files changed since this git ref."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Let --write replace a file rebasekit did not generate."
+    ),
     model: str = typer.Option(
-        MODEL_PLACEHOLDER, "--model",
+        MODEL_PLACEHOLDER,
+        "--model",
         help="Model the serving phase starts: a local path on the (offline) GPU machine. The "
-             "default, $MODEL, is a placeholder the commands require to be set there."),
+        "default, $MODEL, is a placeholder the commands require to be set there.",
+    ),
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     if write:
@@ -74,7 +86,9 @@ def runbook_cmd(
     gate(result.degradations, allow_incomplete)  # a plan built on a partial scan would miss risks
     changed = changed_since(root, since, name) if since else []
     settings = Settings(name, entry_point(data), _parse_env(env), model=model)
-    book = build_runbook(old, new, result.findings, changed, scan_tests(root, tests, name), settings)
+    book = build_runbook(
+        old, new, result.findings, changed, scan_tests(root, tests, name), settings
+    )
     results = load_results(record, [p.key for p in book.phases]) if record else {}
     parts = ["rebasekit", "runbook", "--from", old, "--to", new]
     for key, value in settings.env:
@@ -93,7 +107,9 @@ def runbook_cmd(
         typer.echo(f"wrote {write}: {len(book.changes)} changes, {len(book.phases)} phases")
     else:
         typer.echo(text, nl=False)
-    raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results.values()) else EXIT_CLEAN)
+    raise typer.Exit(
+        EXIT_FINDINGS if any(r.status == "fail" for r in results.values()) else EXIT_CLEAN
+    )
 
 
 def register(app: typer.Typer) -> None:

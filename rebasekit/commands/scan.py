@@ -6,16 +6,48 @@ import typer
 from rich.console import Console
 
 from rebasekit.commands._common import (
-    EXIT_BAD_INPUT, EXIT_CODES_HELP, AllowIncompleteOpt, FromOpt, IgnoreOpt, JsonOpt, PatchBaseOpt, PluginOpt,
-    SarifOpt, SelectOpt, ToOpt, VllmGitOpt, VllmOpt, VllmVersionOpt, emit, handle_errors, known_codes_check, pick_trees, split_codes, verdict, warn_degradations,
+    EXIT_BAD_INPUT,
+    EXIT_CODES_HELP,
+    AllowIncompleteOpt,
+    FromOpt,
+    IgnoreOpt,
+    JsonOpt,
+    PatchBaseOpt,
+    PluginOpt,
+    SarifOpt,
+    SelectOpt,
+    ToOpt,
+    VllmGitOpt,
+    VllmOpt,
+    VllmVersionOpt,
+    emit,
+    handle_errors,
+    known_codes_check,
+    pick_trees,
+    split_codes,
+    verdict,
+    warn_degradations,
 )
 from rebasekit.errors import InputError
 from rebasekit.report import render_table, to_json, to_sarif
 from rebasekit.scan import scan_plugin
 
 
-def _run(base_select: tuple[str, ...], plugin, patch_base, vllm, vllm_version, vllm_git, from_, to,
-         json_out, sarif_out, select, ignore, allow_incomplete) -> None:
+def _run(
+    base_select: tuple[str, ...],
+    plugin,
+    patch_base,
+    vllm,
+    vllm_version,
+    vllm_git,
+    from_,
+    to,
+    json_out,
+    sarif_out,
+    select,
+    ignore,
+    allow_incomplete,
+) -> None:
     if json_out and sarif_out:
         raise InputError("--json and --sarif both given", hint="choose one output format")
     new_spec, old_spec = pick_trees(vllm, vllm_version, vllm_git, to, from_)
@@ -23,8 +55,14 @@ def _run(base_select: tuple[str, ...], plugin, patch_base, vllm, vllm_version, v
     ignored = known_codes_check(split_codes(ignore), "--ignore")
     if base_select:
         selected = tuple(s for s in selected if s.startswith(base_select)) or base_select
-    result = scan_plugin(new_spec, from_=old_spec, plugin=plugin, patch_bases=patch_base,
-                         select=selected, ignore=ignored)
+    result = scan_plugin(
+        new_spec,
+        from_=old_spec,
+        plugin=plugin,
+        patch_bases=patch_base,
+        select=selected,
+        ignore=ignored,
+    )
     if json_out:
         emit(to_json(result))
     elif sarif_out:
@@ -40,19 +78,47 @@ def _run(base_select: tuple[str, ...], plugin, patch_base, vllm, vllm_version, v
 
 def _command(base_select: tuple[str, ...]):
     @handle_errors
-    def command(plugin: PluginOpt = None, patch_base: PatchBaseOpt = None, vllm: VllmOpt = None,
-                vllm_version: VllmVersionOpt = None, vllm_git: VllmGitOpt = None, from_: FromOpt = None,
-                to: ToOpt = None, json_out: JsonOpt = False, sarif_out: SarifOpt = False,
-                select: SelectOpt = None, ignore: IgnoreOpt = None,
-                allow_incomplete: AllowIncompleteOpt = False) -> None:
-        _run(base_select, plugin, patch_base, vllm, vllm_version, vllm_git, from_, to, json_out,
-             sarif_out, select, ignore, allow_incomplete)
+    def command(
+        plugin: PluginOpt = None,
+        patch_base: PatchBaseOpt = None,
+        vllm: VllmOpt = None,
+        vllm_version: VllmVersionOpt = None,
+        vllm_git: VllmGitOpt = None,
+        from_: FromOpt = None,
+        to: ToOpt = None,
+        json_out: JsonOpt = False,
+        sarif_out: SarifOpt = False,
+        select: SelectOpt = None,
+        ignore: IgnoreOpt = None,
+        allow_incomplete: AllowIncompleteOpt = False,
+    ) -> None:
+        _run(
+            base_select,
+            plugin,
+            patch_base,
+            vllm,
+            vllm_version,
+            vllm_git,
+            from_,
+            to,
+            json_out,
+            sarif_out,
+            select,
+            ignore,
+            allow_incomplete,
+        )
+
     return command
 
 
 def register(app: typer.Typer) -> None:
     app.command("scan", help="Run every registered check.\n\n" + EXIT_CODES_HELP)(_command(()))
-    app.command("scan-imports", help="Check the plugin's upstream imports (RK0xx, RK1xx).\n\n"
-                + EXIT_CODES_HELP)(_command(("RK0", "RK1")))
-    app.command("scan-signatures", help="Check patch targets, overrides and _orig_ aliases (RK0xx, RK2xx).\n\n"
-                + EXIT_CODES_HELP)(_command(("RK0", "RK2")))
+    app.command(
+        "scan-imports",
+        help="Check the plugin's upstream imports (RK0xx, RK1xx).\n\n" + EXIT_CODES_HELP,
+    )(_command(("RK0", "RK1")))
+    app.command(
+        "scan-signatures",
+        help="Check patch targets, overrides and _orig_ aliases (RK0xx, RK2xx).\n\n"
+        + EXIT_CODES_HELP,
+    )(_command(("RK0", "RK2")))

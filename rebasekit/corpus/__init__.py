@@ -3,11 +3,28 @@
 from rebasekit.corpus.extract import ORIG_PREFIX, extract_corpus
 from rebasekit.corpus.locate import check_plugin_dir, configured_patch_bases, default_plugin_dir
 from rebasekit.corpus.models import (
-    OrigAlias, PatchAttr, PatchClass, PluginCorpus, PluginFile, PluginImport, SelfRead, UpstreamCall,
+    OrigAlias,
+    PatchAttr,
+    PatchClass,
+    PluginCorpus,
+    PluginFile,
+    PluginImport,
+    SelfRead,
+    UpstreamCall,
 )
 
 __all__ = [
-    "ORIG_PREFIX", "OrigAlias", "PatchAttr", "PatchClass", "PluginCorpus", "PluginFile", "PluginImport",
-    "SelfRead", "UpstreamCall", "check_plugin_dir", "configured_patch_bases", "default_plugin_dir",
+    "ORIG_PREFIX",
+    "OrigAlias",
+    "PatchAttr",
+    "PatchClass",
+    "PluginCorpus",
+    "PluginFile",
+    "PluginImport",
+    "SelfRead",
+    "UpstreamCall",
+    "check_plugin_dir",
+    "configured_patch_bases",
+    "default_plugin_dir",
     "extract_corpus",
 ]

@@ -14,28 +14,62 @@ from pathlib import Path
 
 from rebasekit.astutil import dotted
 from rebasekit.corpus.models import (
-    OrigAlias, PatchAttr, PatchClass, PluginCorpus, PluginFile, PluginImport, SelfRead, UpstreamCall,
+    OrigAlias,
+    PatchAttr,
+    PatchClass,
+    PluginCorpus,
+    PluginFile,
+    PluginImport,
+    SelfRead,
+    UpstreamCall,
 )
 from rebasekit.index.models import ParamKind
-from rebasekit.index.visitor import absolute_module, guards_import_errors, is_type_checking_test, signature_of
+from rebasekit.index.visitor import (
+    absolute_module,
+    guards_import_errors,
+    is_type_checking_test,
+    signature_of,
+)
 from rebasekit.sourcefile import SkippedFile, read_source_bytes
 
 ORIG_PREFIX = "_orig_"
 # Names every class body carries (or the patch machinery owns); never "set" on a target.
-CLASS_MACHINERY = frozenset({
-    "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__orig_bases__",
-    "__parameters__", "__annotations__", "__slots__", "__init_subclass__", "__class_getitem__",
-    "__classcell__", "__firstlineno__", "__static_attributes__",
-})
+CLASS_MACHINERY = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__orig_bases__",
+        "__parameters__",
+        "__annotations__",
+        "__slots__",
+        "__init_subclass__",
+        "__class_getitem__",
+        "__classcell__",
+        "__firstlineno__",
+        "__static_attributes__",
+    }
+)
 
 
-def extract_corpus(plugin_dir: Path, patch_bases: Iterable[str], upstream_package: str = "vllm") -> PluginCorpus:
+def extract_corpus(
+    plugin_dir: Path, patch_bases: Iterable[str], upstream_package: str = "vllm"
+) -> PluginCorpus:
     """Parse every ``.py`` file under ``plugin_dir`` (a package folder)."""
     plugin_dir = plugin_dir.resolve()
-    corpus = PluginCorpus(root=plugin_dir.parent, package=plugin_dir.name,
-                          upstream_package=upstream_package, patch_bases=tuple(patch_bases))
+    corpus = PluginCorpus(
+        root=plugin_dir.parent,
+        package=plugin_dir.name,
+        upstream_package=upstream_package,
+        patch_bases=tuple(patch_bases),
+    )
     for path in sorted(plugin_dir.rglob("*.py")):
-        if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(plugin_dir).parts):
+        if any(
+            part.startswith(".") or part == "__pycache__"
+            for part in path.relative_to(plugin_dir).parts
+        ):
             continue
         relpath = path.relative_to(corpus.root).as_posix()
         try:
@@ -110,25 +144,39 @@ class _FileVisitor:
                 self._maybe_patch(node)
         self._collect_calls(tree)
 
-    def _collect_imports(self, body: list[ast.stmt], guard: str | None, func: str | None, into: dict[str, str]) -> None:
+    def _collect_imports(
+        self, body: list[ast.stmt], guard: str | None, func: str | None, into: dict[str, str]
+    ) -> None:
         for stmt in body:
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     bound = alias.asname or alias.name.split(".")[0]
                     into[bound] = alias.name if alias.asname else alias.name.split(".")[0]
                     if self.is_upstream(alias.name):
-                        self.corpus.imports.append(PluginImport(self.relpath, alias.name, None, bound, stmt.lineno, guard, func))
+                        self.corpus.imports.append(
+                            PluginImport(
+                                self.relpath, alias.name, None, bound, stmt.lineno, guard, func
+                            )
+                        )
             elif isinstance(stmt, ast.ImportFrom):
                 module = absolute_module(self.modname, self.is_package, stmt.level, stmt.module)
                 for alias in stmt.names:
                     if alias.name == "*":
                         if self.is_upstream(module):
-                            self.corpus.imports.append(PluginImport(self.relpath, module, "*", "*", stmt.lineno, guard, func))
+                            self.corpus.imports.append(
+                                PluginImport(
+                                    self.relpath, module, "*", "*", stmt.lineno, guard, func
+                                )
+                            )
                         continue
                     bound = alias.asname or alias.name
                     into[bound] = f"{module}.{alias.name}"
                     if self.is_upstream(module):
-                        self.corpus.imports.append(PluginImport(self.relpath, module, alias.name, bound, stmt.lineno, guard, func))
+                        self.corpus.imports.append(
+                            PluginImport(
+                                self.relpath, module, alias.name, bound, stmt.lineno, guard, func
+                            )
+                        )
             elif isinstance(stmt, ast.If):
                 inner = "type_checking" if is_type_checking_test(stmt.test) else guard
                 self._collect_imports(stmt.body, inner, func, into)
@@ -144,7 +192,9 @@ class _FileVisitor:
                 self._collect_imports(stmt.body, guard, func, into)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local: dict[str, str] = {}
-                self._collect_imports(stmt.body, guard, stmt.name if func is None else f"{func}.{stmt.name}", local)
+                self._collect_imports(
+                    stmt.body, guard, stmt.name if func is None else f"{func}.{stmt.name}", local
+                )
                 self._function_scopes[id(stmt)] = local
             elif isinstance(stmt, ast.ClassDef):
                 self._collect_imports(stmt.body, guard, func, into)
@@ -165,8 +215,16 @@ class _FileVisitor:
                 continue
             target_expr = ast.unparse(base.slice)
             target = self.expand(dotted(base.slice))
-            patch = PatchClass(node.name, self.relpath, self.modname, node.lineno, node.end_lineno or node.lineno,
-                               base_name.split(".")[-1], target_expr, target)
+            patch = PatchClass(
+                node.name,
+                self.relpath,
+                self.modname,
+                node.lineno,
+                node.end_lineno or node.lineno,
+                base_name.split(".")[-1],
+                target_expr,
+                target,
+            )
             self._patch_body(patch, node)
             self.corpus.patches.append(patch)
             self.patch_names[node.name] = patch
@@ -179,14 +237,24 @@ class _FileVisitor:
                     continue
                 decorators = tuple(ast.unparse(d) for d in stmt.decorator_list)
                 sig = signature_of(stmt)
-                attr = PatchAttr(stmt.name, _member_kind(decorators), stmt.lineno, stmt.end_lineno or stmt.lineno,
-                                 sig, decorators, tuple(self._orig_calls(stmt, patch.name)), _passthrough(sig, decorators))
+                attr = PatchAttr(
+                    stmt.name,
+                    _member_kind(decorators),
+                    stmt.lineno,
+                    stmt.end_lineno or stmt.lineno,
+                    sig,
+                    decorators,
+                    tuple(self._orig_calls(stmt, patch.name)),
+                    _passthrough(sig, decorators),
+                )
                 existing = patch.attribute(stmt.name)
                 if existing is None:
                     patch.attributes.append(attr)
                 self._self_reads(patch, stmt)
             elif isinstance(stmt, ast.ClassDef):
-                patch.attributes.append(PatchAttr(stmt.name, "class", stmt.lineno, stmt.end_lineno or stmt.lineno))
+                patch.attributes.append(
+                    PatchAttr(stmt.name, "class", stmt.lineno, stmt.end_lineno or stmt.lineno)
+                )
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
@@ -195,13 +263,21 @@ class _FileVisitor:
                     if target.id.startswith(ORIG_PREFIX):
                         patch.orig_aliases.append(_orig_alias(target.id, stmt))
                     elif stmt.value is not None or isinstance(stmt, ast.Assign):
-                        patch.attributes.append(PatchAttr(target.id, "attribute", stmt.lineno, stmt.end_lineno or stmt.lineno))
+                        patch.attributes.append(
+                            PatchAttr(
+                                target.id, "attribute", stmt.lineno, stmt.end_lineno or stmt.lineno
+                            )
+                        )
 
     @staticmethod
     def _orig_calls(func: ast.FunctionDef | ast.AsyncFunctionDef, patch_name: str) -> list[str]:
         found: list[str] = []
         for node in ast.walk(func):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith(ORIG_PREFIX):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.startswith(ORIG_PREFIX)
+            ):
                 owner = dotted(node.func.value) or ""
                 if owner in (patch_name, "self", "cls") or owner.endswith("." + patch_name):
                     if node.func.attr not in found:
@@ -215,8 +291,12 @@ class _FileVisitor:
         self_name = func.args.args[0].arg
         seen = {(r.attr, r.method) for r in patch.self_reads}
         for node in ast.walk(func):
-            if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
-                    and isinstance(node.value, ast.Name) and node.value.id == self_name):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == self_name
+            ):
                 key = (node.attr, func.name)
                 if key not in seen:
                     seen.add(key)
@@ -224,7 +304,9 @@ class _FileVisitor:
 
     # -- calls ---------------------------------------------------------------------------
     def _collect_calls(self, tree: ast.Module) -> None:
-        stack: list[tuple[ast.AST, str | None, PatchClass | None, dict[str, str]]] = [(tree, None, None, self.bindings)]
+        stack: list[tuple[ast.AST, str | None, PatchClass | None, dict[str, str]]] = [
+            (tree, None, None, self.bindings)
+        ]
         while stack:
             node, func, patch, scope = stack.pop()
             for child in ast.iter_child_nodes(node):
@@ -236,17 +318,29 @@ class _FileVisitor:
                     stack.append((child, qual, patch, inner))
                     continue
                 if isinstance(child, ast.ClassDef):
-                    stack.append((child, child.name if func is None else f"{func}.{child.name}",
-                                  self.patch_names.get(child.name, patch), scope))
+                    stack.append(
+                        (
+                            child,
+                            child.name if func is None else f"{func}.{child.name}",
+                            self.patch_names.get(child.name, patch),
+                            scope,
+                        )
+                    )
                     continue
                 if isinstance(child, ast.Call):
                     self._record_call(child, func, patch, scope)
                 stack.append((child, func, patch, scope))
 
-    def _record_call(self, call: ast.Call, func: str | None, patch: PatchClass | None, scope: dict[str, str]) -> None:
+    def _record_call(
+        self, call: ast.Call, func: str | None, patch: PatchClass | None, scope: dict[str, str]
+    ) -> None:
         via_orig = None
         callee = None
-        if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(ORIG_PREFIX) and patch is not None:
+        if (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr.startswith(ORIG_PREFIX)
+            and patch is not None
+        ):
             alias = next((a for a in patch.orig_aliases if a.alias == call.func.attr), None)
             if alias is not None and patch.target:
                 callee, via_orig = f"{patch.target}.{alias.attr}", alias.alias
@@ -255,14 +349,20 @@ class _FileVisitor:
             if callee is None or not self.is_upstream(callee):
                 return
         keywords = tuple(k.arg for k in call.keywords if k.arg is not None)
-        self.corpus.calls.append(UpstreamCall(
-            self.relpath, call.lineno, callee,
-            positional=sum(1 for a in call.args if not isinstance(a, ast.Starred)),
-            keywords=keywords,
-            star_args=any(isinstance(a, ast.Starred) for a in call.args),
-            star_kwargs=any(k.arg is None for k in call.keywords),
-            in_function=func, via_orig=via_orig, patch=patch.name if patch else None,
-        ))
+        self.corpus.calls.append(
+            UpstreamCall(
+                self.relpath,
+                call.lineno,
+                callee,
+                positional=sum(1 for a in call.args if not isinstance(a, ast.Starred)),
+                keywords=keywords,
+                star_args=any(isinstance(a, ast.Starred) for a in call.args),
+                star_kwargs=any(k.arg is None for k in call.keywords),
+                in_function=func,
+                via_orig=via_orig,
+                patch=patch.name if patch else None,
+            )
+        )
 
 
 def _member_kind(decorators: tuple[str, ...]) -> str:
@@ -280,7 +380,11 @@ def _member_kind(decorators: tuple[str, ...]) -> str:
 def _passthrough(sig, decorators: tuple[str, ...]) -> bool:
     """``(self, *args, **kwargs)``: accepts whatever the original accepts."""
     params = list(sig.params)
-    if params and "staticmethod" not in decorators and params[0].kind is ParamKind.POSITIONAL_OR_KEYWORD:
+    if (
+        params
+        and "staticmethod" not in decorators
+        and params[0].kind is ParamKind.POSITIONAL_OR_KEYWORD
+    ):
         params = params[1:]
     kinds = [p.kind for p in params]
     return kinds == [ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD]
@@ -288,14 +392,21 @@ def _passthrough(sig, decorators: tuple[str, ...]) -> bool:
 
 def _orig_alias(name: str, stmt: ast.Assign | ast.AnnAssign) -> OrigAlias:
     value = stmt.value
-    attr = name[len(ORIG_PREFIX):]
+    attr = name[len(ORIG_PREFIX) :]
     unwrapped = None
     if isinstance(value, ast.Attribute):
         chain = (dotted(value) or "").split(".")[1:]
         while len(chain) > 1 and chain[-1] in ("__func__", "__wrapped__", "fget"):
             unwrapped = chain.pop()  # ``Target.meth.__func__`` still captures ``meth``
         attr = chain[-1] if chain else value.attr
-    elif (isinstance(value, ast.Call) and dotted(value.func) == "getattr" and len(value.args) >= 2
-          and isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str)):
+    elif (
+        isinstance(value, ast.Call)
+        and dotted(value.func) == "getattr"
+        and len(value.args) >= 2
+        and isinstance(value.args[1], ast.Constant)
+        and isinstance(value.args[1].value, str)
+    ):
         attr = value.args[1].value
-    return OrigAlias(name, attr, stmt.lineno, ast.unparse(value) if value is not None else "", unwrapped)
+    return OrigAlias(
+        name, attr, stmt.lineno, ast.unparse(value) if value is not None else "", unwrapped
+    )

@@ -49,12 +49,15 @@ def rebasekit_config(config_file: Path | None) -> dict:
     try:
         data = tomllib.loads(config_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{config_file} is not valid TOML ({exc})",
-                         hint=f"fix the syntax of {config_file.name}") from None
+        raise InputError(
+            f"{config_file} is not valid TOML ({exc})", hint=f"fix the syntax of {config_file.name}"
+        ) from None
     tool = data.get("tool", {})
     table = tool.get("rebasekit", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
-        raise InputError(f"{config_file}: tool.rebasekit is not a table", hint="write it as [tool.rebasekit]")
+        raise InputError(
+            f"{config_file}: tool.rebasekit is not a table", hint="write it as [tool.rebasekit]"
+        )
     return table
 
 
@@ -65,18 +68,22 @@ def default_plugin_dir() -> Path:
         name = rebasekit_config(pyproject).get("plugin")
         if pyproject is not None and name:
             if not isinstance(name, str):
-                raise InputError(f"{pyproject}: [tool.rebasekit] plugin must be a string, not {name!r}",
-                                 hint='write plugin = "package_name"')
+                raise InputError(
+                    f"{pyproject}: [tool.rebasekit] plugin must be a string, not {name!r}",
+                    hint='write plugin = "package_name"',
+                )
             folder = pyproject.parent / name.replace(".", "/")
             if (folder / "__init__.py").is_file():
                 return folder
-            raise PluginError(f"{pyproject} names plugin {name!r}, but {folder} is not a Python package",
-                              hint="fix [tool.rebasekit] plugin, or pass --plugin PATH")
+            raise PluginError(
+                f"{pyproject} names plugin {name!r}, but {folder} is not a Python package",
+                hint="fix [tool.rebasekit] plugin, or pass --plugin PATH",
+            )
     bundled = _installed_package_dir(BUNDLED_PLUGIN)
     if bundled is not None:
         return bundled
     raise PluginError(
-        "no plugin given and no [tool.rebasekit] plugin = \"...\" found in a pyproject.toml",
+        'no plugin given and no [tool.rebasekit] plugin = "..." found in a pyproject.toml',
         hint="pass --plugin PATH (the plugin's package folder)",
     )
 
@@ -92,10 +99,15 @@ def _installed_package_dir(name: str) -> Path | None:
 def check_plugin_dir(path: Path) -> Path:
     path = path.expanduser()
     if not path.exists():
-        raise PluginError(f"plugin folder {path} does not exist", hint="pass --plugin PATH to the plugin's package folder")
+        raise PluginError(
+            f"plugin folder {path} does not exist",
+            hint="pass --plugin PATH to the plugin's package folder",
+        )
     if not path.is_dir() or not (path / "__init__.py").is_file():
-        raise PluginError(f"{path} is not a Python package folder (no __init__.py)",
-                          hint="point --plugin at the folder that holds the plugin's __init__.py")
+        raise PluginError(
+            f"{path} is not a Python package folder (no __init__.py)",
+            hint="point --plugin at the folder that holds the plugin's __init__.py",
+        )
     return path.resolve()
 
 
@@ -111,5 +123,7 @@ def configured_patch_bases(plugin_dir: Path) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise InputError(f"patch-bases must be a class name or a list of them, not {value!r}",
-                     hint='write patch-bases = ["ArcticPatch"] in [tool.rebasekit] (or rebasekit.toml)')
+    raise InputError(
+        f"patch-bases must be a class name or a list of them, not {value!r}",
+        hint='write patch-bases = ["ArcticPatch"] in [tool.rebasekit] (or rebasekit.toml)',
+    )

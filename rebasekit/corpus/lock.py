@@ -42,10 +42,15 @@ def default_lock_path(corpus: PluginCorpus) -> Path:
 def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
     """The lock document for ``corpus`` against the tree of ``index`` (a CodeIndex)."""
     from rebasekit.drift.attrs import attribute_uses, provision
-    from rebasekit.drift.forkscan import fork_states
-    from rebasekit.drift.calls import call_sites
-    from rebasekit.drift.overrides import MIRROR_THRESHOLD, override_member, overrides, symbol_definition
     from rebasekit.drift.bodies import similarity
+    from rebasekit.drift.calls import call_sites
+    from rebasekit.drift.forkscan import fork_states
+    from rebasekit.drift.overrides import (
+        MIRROR_THRESHOLD,
+        override_member,
+        overrides,
+        symbol_definition,
+    )
     from rebasekit.drift.upstream import call_params
     from rebasekit.index.models import Signature
 
@@ -60,12 +65,18 @@ def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
             "target_kind": target.kind if target else None,
             "attributes": [],
             "orig_aliases": sorted(
-                [{"alias": a.alias, "attr": a.attr} for a in patch.orig_aliases], key=lambda d: d["alias"]),
+                [{"alias": a.alias, "attr": a.attr} for a in patch.orig_aliases],
+                key=lambda d: d["alias"],
+            ),
             "reads": [],
         }
         for attr in sorted(patch.attributes, key=lambda a: a.name):
             up = override_member(index, patch, attr.name) if target is not None else None
-            item: dict[str, Any] = {"name": attr.name, "kind": attr.kind, "action": "replace" if up else "add"}
+            item: dict[str, Any] = {
+                "name": attr.name,
+                "kind": attr.kind,
+                "action": "replace" if up else "add",
+            }
             ours = override_defs.get((patch.name, attr.name))
             if ours is not None:
                 item["plugin_fingerprint"] = ours.fingerprint
@@ -81,12 +92,14 @@ def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
         if target is not None and target.kind == "class":
             for use in attribute_uses(corpus, patch):
                 prov = provision(index, target, use.attr)
-                entry["reads"].append({
-                    "attr": use.attr,
-                    "accessors": sorted(use.accessors),
-                    "assigned_as": sorted({f"{k}:{d}" for k, d in prov.kinds()}),
-                    "provided": prov.provided,
-                })
+                entry["reads"].append(
+                    {
+                        "attr": use.attr,
+                        "accessors": sorted(use.accessors),
+                        "assigned_as": sorted({f"{k}:{d}" for k, d in prov.kinds()}),
+                        "provided": prov.provided,
+                    }
+                )
             entry["reads"].sort(key=lambda d: d["attr"])
         patches.append(entry)
 
@@ -94,13 +107,20 @@ def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
     for site in call_sites(corpus, index):
         c = site.call
         sym = index.resolve(c.callee)
-        params = call_params(index, sym, bound=site.bound, raw_function=site.raw_function) if sym is not None else None
-        rec = calls.setdefault(c.callee, {
-            "callee": c.callee,
-            "resolved": sym.qualname if sym else None,
-            "signature": Signature(tuple(params[0])).render() if params else None,
-            "shapes": set(),
-        })
+        params = (
+            call_params(index, sym, bound=site.bound, raw_function=site.raw_function)
+            if sym is not None
+            else None
+        )
+        rec = calls.setdefault(
+            c.callee,
+            {
+                "callee": c.callee,
+                "resolved": sym.qualname if sym else None,
+                "signature": Signature(tuple(params[0])).render() if params else None,
+                "shapes": set(),
+            },
+        )
         shape = f"{c.positional}" + "".join(f",{k}=" for k in sorted(c.keywords))
         shape += ",*" if c.star_args else ""
         shape += ",**" if c.star_kwargs else ""
@@ -118,10 +138,15 @@ def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
                 defs = {q: x.fingerprint for q, x in sorted(definitions(state.base_text).items())}
             except SyntaxError:
                 defs = {}
-        forks.append({
-            "file": d.plugin_relpath, "upstream": d.upstream_path, "version": d.version, "declared_by": d.origin,
-            "upstream_definitions": defs,
-        })
+        forks.append(
+            {
+                "file": d.plugin_relpath,
+                "upstream": d.upstream_path,
+                "version": d.version,
+                "declared_by": d.origin,
+                "upstream_definitions": defs,
+            }
+        )
     return {
         "schema": SCHEMA,
         "upstream": {"package": index.tree.package, "version": index.tree.version},
@@ -142,24 +167,42 @@ def read_lock(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise InputError(f"no lock file at {path}", hint="create it with `rebasekit corpus lock`") from exc
+        raise InputError(
+            f"no lock file at {path}", hint="create it with `rebasekit corpus lock`"
+        ) from exc
     except (OSError, ValueError) as exc:  # ValueError: bad JSON or not UTF-8
-        raise InputError(f"{path} is not a readable rebasekit lock ({exc})", hint=regenerate) from exc
+        raise InputError(
+            f"{path} is not a readable rebasekit lock ({exc})", hint=regenerate
+        ) from exc
     if not isinstance(data, dict) or "schema" not in data or "upstream" not in data:
         raise InputError(f"{path} is not a rebasekit lock file", hint=regenerate)
     if data["schema"] != SCHEMA:
-        raise InputError(f"{path} uses lock schema {data['schema']!r}, this rebasekit writes {SCHEMA}", hint=regenerate)
+        raise InputError(
+            f"{path} uses lock schema {data['schema']!r}, this rebasekit writes {SCHEMA}",
+            hint=regenerate,
+        )
     upstream = data["upstream"]
-    if not isinstance(upstream, dict) or not isinstance(upstream.get("version"), str) or not upstream["version"]:
-        raise InputError(f"{path} records no upstream pin (\"upstream\": {{\"version\": \"X.Y.Z\"}})", hint=regenerate)
+    if (
+        not isinstance(upstream, dict)
+        or not isinstance(upstream.get("version"), str)
+        or not upstream["version"]
+    ):
+        raise InputError(
+            f'{path} records no upstream pin ("upstream": {{"version": "X.Y.Z"}})', hint=regenerate
+        )
     return data
 
 
 def lock_diff(recorded: dict[str, Any], current: dict[str, Any], label: str = "lock") -> str:
     """Unified diff of two lock documents ('' when equal)."""
-    return "".join(difflib.unified_diff(dumps(recorded).splitlines(keepends=True),
-                                        dumps(current).splitlines(keepends=True),
-                                        fromfile=f"{label} (recorded)", tofile=f"{label} (current)"))
+    return "".join(
+        difflib.unified_diff(
+            dumps(recorded).splitlines(keepends=True),
+            dumps(current).splitlines(keepends=True),
+            fromfile=f"{label} (recorded)",
+            tofile=f"{label} (current)",
+        )
+    )
 
 
 def lock_version(corpus: PluginCorpus) -> str | None:
@@ -191,9 +234,14 @@ def base_index(ctx: Any) -> Any:
             cache["version"] = lock_version(ctx.corpus)
         except RebasekitError as exc:
             cache["version"] = None
-            ctx.degradations.append(Degradation(
-                "lock-unusable", str(default_lock_path(ctx.corpus)),
-                f"{exc.message}; drift since the pin was not checked", exc.hint or "regenerate the lock"))
+            ctx.degradations.append(
+                Degradation(
+                    "lock-unusable",
+                    str(default_lock_path(ctx.corpus)),
+                    f"{exc.message}; drift since the pin was not checked",
+                    exc.hint or "regenerate the lock",
+                )
+            )
     version = cache["version"]
     if not version or version == ctx.new.tree.version:
         return None
@@ -205,8 +253,12 @@ def base_index(ctx: Any) -> Any:
             cache[version] = CodeIndex(open_tree(version, ctx.new.tree.package))
         except RebasekitError as exc:
             cache[version] = None
-            ctx.degradations.append(Degradation(
-                "lock-base-unavailable", f"{ctx.new.tree.package} {version} (the lock's pin)",
-                f"{exc.message}; drift since the pin was not checked",
-                exc.hint or "make the pinned release reachable, or pass --from OLD"))
+            ctx.degradations.append(
+                Degradation(
+                    "lock-base-unavailable",
+                    f"{ctx.new.tree.package} {version} (the lock's pin)",
+                    f"{exc.message}; drift since the pin was not checked",
+                    exc.hint or "make the pinned release reachable, or pass --from OLD",
+                )
+            )
     return cache[version]

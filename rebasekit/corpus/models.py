@@ -57,7 +57,9 @@ class OrigAlias:
     attr: str  # the target attribute it captures
     lineno: int
     expr: str
-    unwrapped: str | None = None  # "__func__" when written Target.meth.__func__ (call passes cls/self itself)
+    unwrapped: str | None = (
+        None  # "__func__" when written Target.meth.__func__ (call passes cls/self itself)
+    )
 
 
 @dataclass(frozen=True)

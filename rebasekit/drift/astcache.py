@@ -22,18 +22,26 @@ def parse_file(tree: object, relpath: str) -> ast.Module | None:
     return parse_text(text)
 
 
-def find_def(module: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
+def find_def(
+    module: ast.Module, qualname: str
+) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
     """The definition ``A.b`` inside a parsed module (last one wins, like Python)."""
     body: list[ast.stmt] = module.body
     found = None
     for part in qualname.split("."):
         found = None
         for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == part:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.name == part
+            ):
                 found = node
             elif isinstance(node, ast.If):  # definitions under version/platform guards
                 for sub in [*node.body, *node.orelse]:
-                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name == part:
+                    if (
+                        isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                        and sub.name == part
+                    ):
                         found = found or sub
         if found is None:
             return None

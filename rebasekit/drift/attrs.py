@@ -48,7 +48,11 @@ def _patch_node(corpus: PluginCorpus, patch: PatchClass) -> ast.ClassDef | None:
     if module is None:
         return None
     for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef) and node.name == patch.name and node.lineno == patch.lineno:
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.name == patch.name
+            and node.lineno == patch.lineno
+        ):
             return node
     for node in ast.walk(module):
         if isinstance(node, ast.ClassDef) and node.name == patch.name:
@@ -69,17 +73,29 @@ def attribute_uses(corpus: PluginCorpus, patch: PatchClass) -> list[AttrUse]:
         self_name = func.args.args[0].arg
         parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
         for sub in ast.walk(func):
-            if not (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load)
-                    and isinstance(sub.value, ast.Name) and sub.value.id == self_name):
+            if not (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.ctx, ast.Load)
+                and isinstance(sub.value, ast.Name)
+                and sub.value.id == self_name
+            ):
                 continue
-            if sub.attr in own or sub.attr.startswith("_orig_") or (sub.attr.startswith("__") and sub.attr.endswith("__")):
+            if (
+                sub.attr in own
+                or sub.attr.startswith("_orig_")
+                or (sub.attr.startswith("__") and sub.attr.endswith("__"))
+            ):
                 continue
             use = uses.get(sub.attr)
             if use is None or sub.lineno < use.line:
                 old_acc = use.accessors if use else []
                 use = uses[sub.attr] = AttrUse(sub.attr, sub.lineno, func.name, old_acc)
             parent = parents.get(id(sub))
-            if isinstance(parent, ast.Attribute) and parent.value is sub and parent.attr not in use.accessors:
+            if (
+                isinstance(parent, ast.Attribute)
+                and parent.value is sub
+                and parent.attr not in use.accessors
+            ):
                 use.accessors.append(parent.attr)
     return sorted(uses.values(), key=lambda u: u.line)
 
@@ -96,7 +112,9 @@ class Provision:
         return bool(self.assignments) or self.member is not None
 
     def kinds(self) -> set[tuple[str, str]]:
-        return {(v.kind, v.detail) for _, v in self.assignments if v.kind in ("call", "literal", "none")}
+        return {
+            (v.kind, v.detail) for _, v in self.assignments if v.kind in ("call", "literal", "none")
+        }
 
 
 def provision(index: CodeIndex, cls: Symbol, attr: str) -> Provision:
@@ -126,7 +144,11 @@ def class_assignments(index: CodeIndex, qualname: str) -> dict[str, list[tuple[s
                 for value in values:
                     line = (klass.lineno or 1) + value.line - 1
                     out.setdefault(name, []).append(
-                        (f"{klass.name}.{func.name}", AttrValue(value.kind, value.detail, line, value.source)))
+                        (
+                            f"{klass.name}.{func.name}",
+                            AttrValue(value.kind, value.detail, line, value.source),
+                        )
+                    )
     return out
 
 

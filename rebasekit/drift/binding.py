@@ -140,7 +140,9 @@ def bind(shape: CallShape, params: list[Param] | Signature) -> BindResult:
         result.missing.append(p.name)
     if result.missing:
         names = ", ".join(repr(n) for n in result.missing)
-        result.problems.append(f"missing required argument{'s' if len(result.missing) > 1 else ''} {names}")
+        result.problems.append(
+            f"missing required argument{'s' if len(result.missing) > 1 else ''} {names}"
+        )
     return result
 
 

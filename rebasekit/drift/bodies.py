@@ -88,7 +88,7 @@ def fingerprint(node: ast.AST) -> str:
             if stripped is not None:
                 saved.append((sub, sub.body))
     try:
-        for sub, body in saved:
+        for sub, _body in saved:
             sub.body = _docstring_free_body(sub)  # type: ignore[attr-defined]
         dump = ast.dump(node, annotate_fields=False, include_attributes=False)
     finally:

@@ -36,7 +36,11 @@ def plugin_module(corpus: PluginCorpus, relpath: str) -> ast.Module | None:
 
 
 def _import_map(corpus: PluginCorpus, relpath: str) -> dict[str, str]:
-    return {imp.alias: imp.target for imp in corpus.imports if imp.relpath == relpath and imp.in_function is None}
+    return {
+        imp.alias: imp.target
+        for imp in corpus.imports
+        if imp.relpath == relpath and imp.in_function is None
+    }
 
 
 def super_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
@@ -68,10 +72,20 @@ def super_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
     return out
 
 
-def _super_site(call: ast.AST, patch: PatchClass, method: str, names: dict[str, str],
-                mro: list[Symbol], index: CodeIndex) -> CallSite | None:
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            and isinstance(call.func.value, ast.Call) and dotted(call.func.value.func) == "super"):
+def _super_site(
+    call: ast.AST,
+    patch: PatchClass,
+    method: str,
+    names: dict[str, str],
+    mro: list[Symbol],
+    index: CodeIndex,
+) -> CallSite | None:
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Call)
+        and dotted(call.func.value.func) == "super"
+    ):
         return None
     sup_args = call.func.value.args
     start_after = mro[0].qualname if mro else None
@@ -85,12 +99,21 @@ def _super_site(call: ast.AST, patch: PatchClass, method: str, names: dict[str, 
     if start_after not in quals:
         return None
     name = call.func.attr
-    for klass in mro[quals.index(start_after) + 1:]:
+    for klass in mro[quals.index(start_after) + 1 :]:
         if name in klass.members:
             shape = shape_of_call(call)
-            uc = UpstreamCall(patch.relpath, call.lineno, f"{klass.qualname}.{name}", shape.positional,
-                              shape.keywords, shape.star_args, shape.star_kwargs,
-                              in_function=f"{patch.name}.{method}", via_orig=None, patch=patch.name)
+            uc = UpstreamCall(
+                patch.relpath,
+                call.lineno,
+                f"{klass.qualname}.{name}",
+                shape.positional,
+                shape.keywords,
+                shape.star_args,
+                shape.star_kwargs,
+                in_function=f"{patch.name}.{method}",
+                via_orig=None,
+                patch=patch.name,
+            )
             return CallSite(uc, bound=True)
     return None
 
@@ -102,7 +125,9 @@ def call_sites(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
         for alias in patch.orig_aliases:
             if alias.expr.replace(" ", "").endswith(".__func__"):
                 raw.add((patch.name, alias.alias))
-    sites = [CallSite(c, bound=False, raw_function=(c.patch, c.via_orig) in raw) for c in corpus.calls]
+    sites = [
+        CallSite(c, bound=False, raw_function=(c.patch, c.via_orig) in raw) for c in corpus.calls
+    ]
     return sites + super_calls(corpus, index)
 
 
@@ -132,7 +157,9 @@ def check_binding(site: CallSite, index: CodeIndex) -> BindCheck | None:
     return BindCheck(site, sym, source, bind(shape, params))
 
 
-def upstream_call_sites(index: CodeIndex, owner: Symbol, callee: Symbol) -> list[tuple[str, int, str]]:
+def upstream_call_sites(
+    index: CodeIndex, owner: Symbol, callee: Symbol
+) -> list[tuple[str, int, str]]:
     """Where ``owner`` (a class, with its in-tree bases) calls ``callee``: (method, line, call text).
 
     Used to tell the user where upstream makes the call now, e.g. a constructor that
@@ -152,7 +179,13 @@ def upstream_call_sites(index: CodeIndex, owner: Symbol, callee: Symbol) -> list
                     name = dotted(call.func) or ""
                     if name.rsplit(".", 1)[-1] == want:
                         line = (klass.lineno or 1) + call.lineno - 1
-                        out.append((f"{klass.qualname.rsplit('.', 1)[-1]}.{func.name}", line, ast.unparse(call)))
+                        out.append(
+                            (
+                                f"{klass.qualname.rsplit('.', 1)[-1]}.{func.name}",
+                                line,
+                                ast.unparse(call),
+                            )
+                        )
     return out
 
 
@@ -185,7 +218,11 @@ def unpackings(corpus: PluginCorpus) -> list[Unpacking]:
             if arity is None:
                 continue
             for c in by_line.get((relpath, node.value.lineno), []):
-                if c.callee.rsplit(".", 1)[-1] == (dotted(node.value.func) or "").rsplit(".", 1)[-1] or c.via_orig:
+                if (
+                    c.callee.rsplit(".", 1)[-1]
+                    == (dotted(node.value.func) or "").rsplit(".", 1)[-1]
+                    or c.via_orig
+                ):
                     out.append(Unpacking(c, arity, node.lineno))
                     break
     return out

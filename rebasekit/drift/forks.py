@@ -112,8 +112,11 @@ def _module_level(text: str, defs: dict[str, Definition]) -> list[str]:
     for d in defs.values():
         if "." not in d.qualname:
             covered |= set(range(d.lineno, d.end_lineno + 1))
-    return [ln.strip() for i, ln in enumerate(lines, start=1)
-            if i not in covered and ln.strip() and not ln.strip().startswith("#")]
+    return [
+        ln.strip()
+        for i, ln in enumerate(lines, start=1)
+        if i not in covered and ln.strip() and not ln.strip().startswith("#")
+    ]
 
 
 def fork_drift(decl: ForkDecl, plugin_text: str, base_text: str, new_text: str | None) -> ForkDrift:
@@ -134,8 +137,12 @@ def fork_drift(decl: ForkDecl, plugin_text: str, base_text: str, new_text: str |
             continue
         if o is not None and n is not None and o.kind == "class":
             # A class whose only changes are in methods is reported through its methods.
-            own_o = [m for m in o.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in old]
-            own_n = [m for m in n.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in new]
+            own_o = [
+                m for m in o.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in old
+            ]
+            own_n = [
+                m for m in n.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in new
+            ]
             import ast as _ast
 
             if [_ast.dump(x) for x in own_o] == [_ast.dump(x) for x in own_n]:
@@ -156,7 +163,9 @@ class ForkCandidate:
     similar: list[str]
 
 
-def detect_fork(plugin_relpath: str, plugin_text: str, candidates: dict[str, str]) -> ForkCandidate | None:
+def detect_fork(
+    plugin_relpath: str, plugin_text: str, candidates: dict[str, str]
+) -> ForkCandidate | None:
     """The upstream file (among ``candidates``: relpath -> text) this module copies, if any.
 
     Needs at least :data:`MIN_SHARED` same-named top-level definitions of which more than

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.drift.bodies import definitions
-from rebasekit.drift.forks import ForkCandidate, ForkDecl, ForkDrift, declared_forks, detect_fork, fork_drift
+from rebasekit.drift.forks import (
+    ForkCandidate,
+    ForkDecl,
+    ForkDrift,
+    declared_forks,
+    detect_fork,
+    fork_drift,
+)
 from rebasekit.errors import RebasekitError
 from rebasekit.index import CodeIndex
 from rebasekit.upstream import UpstreamTree, open_tree
@@ -48,7 +55,9 @@ def _read(tree: UpstreamTree, path: str) -> str | None:
         return None
 
 
-def undeclared_forks(corpus: PluginCorpus, base: CodeIndex, declared: set[str]) -> list[ForkCandidate]:
+def undeclared_forks(
+    corpus: PluginCorpus, base: CodeIndex, declared: set[str]
+) -> list[ForkCandidate]:
     """Plugin modules that copy one upstream file of ``base`` without declaring it."""
     out: list[ForkCandidate] = []
     for f in corpus.files:
@@ -87,11 +96,17 @@ def fork_states(corpus: PluginCorpus, base: CodeIndex | None, new: CodeIndex) ->
                 error = f"{decl.upstream_path} does not exist at {decl.version}"
         except RebasekitError as exc:
             base_text, error = None, exc.message
-        drift = fork_drift(decl, ours, base_text, _read(new.tree, decl.upstream_path)) if base_text is not None else None
+        drift = (
+            fork_drift(decl, ours, base_text, _read(new.tree, decl.upstream_path))
+            if base_text is not None
+            else None
+        )
         states.append(ForkState(decl, ours, base_text, error, drift))
     ref = base or new
     for cand in undeclared_forks(corpus, ref, {d.plugin_relpath for d in decls}):
-        decl = ForkDecl(cand.plugin_relpath, cand.upstream_path, ref.tree.version or "?", "detected")
+        decl = ForkDecl(
+            cand.plugin_relpath, cand.upstream_path, ref.tree.version or "?", "detected"
+        )
         ours = plugin_text(corpus, cand.plugin_relpath) or ""
         base_text = ref.text(cand.upstream_path)
         drift = fork_drift(decl, ours, base_text, _read(new.tree, cand.upstream_path))

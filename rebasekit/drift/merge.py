@@ -26,7 +26,9 @@ class MergeResult:
         return self.conflicts == 0
 
 
-def three_way(base: str, ours: str, theirs: str, labels: tuple[str, str, str] = ("plugin", "OLD", "NEW")) -> MergeResult:
+def three_way(
+    base: str, ours: str, theirs: str, labels: tuple[str, str, str] = ("plugin", "OLD", "NEW")
+) -> MergeResult:
     """Merge upstream's OLD→NEW change into ``ours``; conflicts come back as markers."""
     import git
 
@@ -45,7 +47,9 @@ def three_way(base: str, ours: str, theirs: str, labels: tuple[str, str, str] = 
                 cmd, with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=False
             )
         except git.GitCommandNotFound as exc:  # pragma: no cover - depends on the machine
-            raise RebasekitError("git is not installed", hint="install git; `port` merges with git merge-file") from exc
+            raise RebasekitError(
+                "git is not installed", hint="install git; `port` merges with git merge-file"
+            ) from exc
     if status < 0 or status > 127:
         raise RebasekitError(f"git merge-file failed: {err.strip()}")
     return MergeResult(out, int(status))

@@ -10,7 +10,7 @@ import textwrap
 from dataclasses import dataclass
 
 from rebasekit.corpus.models import PatchClass, PluginCorpus
-from rebasekit.drift.bodies import Definition, definitions, similarity, unified, changed_lines
+from rebasekit.drift.bodies import Definition, changed_lines, definitions, similarity, unified
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.cache import tree_memo
 
@@ -56,8 +56,9 @@ def plugin_definitions(corpus: PluginCorpus, relpath: str) -> dict[str, Definiti
         return {}
 
 
-def override_member(index: CodeIndex, patch: PatchClass | None, name: str, *,
-                    target: str | None = None) -> Symbol | None:
+def override_member(
+    index: CodeIndex, patch: PatchClass | None, name: str, *, target: str | None = None
+) -> Symbol | None:
     """What the override replaces at ``index``: a class member (MRO) or a module function.
 
     The target is ``patch.target`` unless given by name.
@@ -107,14 +108,33 @@ def override_drifts(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> li
         new_fp = member_fingerprint(new, patch.target, attr.name)
         if old_fp is None or new_fp is None or old_fp == new_fp:
             continue  # the cheap, cached test first: most overridden bodies did not change
-        old_sym, new_sym = override_member(base, patch, attr.name), override_member(new, patch, attr.name)
+        old_sym, new_sym = (
+            override_member(base, patch, attr.name),
+            override_member(new, patch, attr.name),
+        )
         if old_sym is None or new_sym is None:
             continue
         old_def, new_def = symbol_definition(old_sym), symbol_definition(new_sym)
         if old_def is None or new_def is None:
             continue
-        diff = unified(old_def.source, new_def.source, f"{old_sym.relpath}@{base.tree.version}",
-                       f"{new_sym.relpath}@{new.tree.version}")
-        out.append(OverrideDrift(patch, attr.name, attr.lineno, old_sym, new_sym, old_def, new_def, ours,
-                                 similarity(ours, old_def), diff))
+        diff = unified(
+            old_def.source,
+            new_def.source,
+            f"{old_sym.relpath}@{base.tree.version}",
+            f"{new_sym.relpath}@{new.tree.version}",
+        )
+        out.append(
+            OverrideDrift(
+                patch,
+                attr.name,
+                attr.lineno,
+                old_sym,
+                new_sym,
+                old_def,
+                new_def,
+                ours,
+                similarity(ours, old_def),
+                diff,
+            )
+        )
     return out

@@ -90,7 +90,11 @@ def find_twins(index: object, target: str) -> list[Twin]:
         return []
     twins: list[Twin] = []
     for sym in index.find_definitions(name):  # type: ignore[attr-defined]
-        if sym.kind != "class" or sym.qualname == target_sym.qualname or sym.relpath == target_sym.relpath:
+        if (
+            sym.kind != "class"
+            or sym.qualname == target_sym.qualname
+            or sym.relpath == target_sym.relpath
+        ):
             continue
         if target_sym.qualname in _mro_names(index, sym.qualname):
             continue
@@ -133,7 +137,9 @@ def parsed_files_containing(tree: object, needle: str) -> Iterator[tuple[str, as
                 yield relpath, module
 
 
-def find_selectors(index: object, twin_module: str, name: str, target_module: str) -> list[Selector]:
+def find_selectors(
+    index: object, twin_module: str, name: str, target_module: str
+) -> list[Selector]:
     """``if``/conditional expressions choosing the twin, with their conditions resolved."""
     selectors: list[Selector] = []
     for relpath, module in parsed_files_containing(index.tree, twin_module):  # type: ignore[attr-defined]
@@ -151,7 +157,9 @@ def find_selectors(index: object, twin_module: str, name: str, target_module: st
                 continue
             if in_body == in_else or ast.unparse(node.test).endswith("TYPE_CHECKING"):
                 continue
-            sel = Selector(relpath, node.lineno, ast.unparse(node.test), "if" if in_body else "else")
+            sel = Selector(
+                relpath, node.lineno, ast.unparse(node.test), "if" if in_body else "else"
+            )
             resolve_condition(index, node.test, sel)
             selectors.append(sel)
     return selectors
@@ -193,14 +201,27 @@ def resolve_condition(index: object, test: ast.expr, sel: Selector) -> None:
         sel.resolved_at = f"{sym[0]}:{sym[1].lineno} ({sym[2]})"
         module, func, cls_node = sym[3], sym[1], sym[4]
         _collect(func, sel, index, module)
-        helpers = {n.func.attr for n in ast.walk(func) if isinstance(n, ast.Call)
-                   and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
-                   and n.func.value.id == "self"}
-        funcs = {n.func.id for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        helpers = {
+            n.func.attr
+            for n in ast.walk(func)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+        }
+        funcs = {
+            n.func.id
+            for n in ast.walk(func)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
         for node in cls_node.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in helpers:
                 _collect(node, sel, index, module)
-                funcs |= {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                funcs |= {
+                    n.func.id
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                }
         for node in module.body:  # module-level helpers such as an architecture-list getter
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in funcs:
                 _collect(node, sel, index, module)
@@ -215,26 +236,41 @@ def _members_named(index: object, attr: str):
                 continue
             for node in cls.body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
-                    is_prop = any(dotted(d) in ("property", "cached_property", "functools.cached_property")
-                                  for d in node.decorator_list)
+                    is_prop = any(
+                        dotted(d) in ("property", "cached_property", "functools.cached_property")
+                        for d in node.decorator_list
+                    )
                     if is_prop:
                         yield relpath, node, f"{cls.name}.{attr}", module, cls
 
 
 def _collect(node: ast.AST, sel: Selector, index: object, module: ast.Module | None) -> None:
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "envs":
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "envs"
+        ):
             _add(sel.env_vars, sub.attr)
         elif isinstance(sub, ast.Call):
             fn = dotted(sub.func) or ""
-            if fn in ("os.getenv", "os.environ.get", "getenv") and sub.args and isinstance(sub.args[0], ast.Constant):
+            if (
+                fn in ("os.getenv", "os.environ.get", "getenv")
+                and sub.args
+                and isinstance(sub.args[0], ast.Constant)
+            ):
                 _add(sel.env_vars, str(sub.args[0].value))
         elif isinstance(sub, ast.Subscript) and dotted(sub.value) == "os.environ":
             if isinstance(sub.slice, ast.Constant):
                 _add(sel.env_vars, str(sub.slice.value))
         elif isinstance(sub, ast.Attribute) and (dotted(sub.value) or "").endswith("_config"):
             _add(sel.config_reads, f"{dotted(sub.value).rsplit('.', 1)[-1]}.{sub.attr}")
-        elif isinstance(sub, ast.Name) and sub.id.isupper() and len(sub.id) > 3 and sub.id not in sel.constants:
+        elif (
+            isinstance(sub, ast.Name)
+            and sub.id.isupper()
+            and len(sub.id) > 3
+            and sub.id not in sel.constants
+        ):
             if module is not None:
                 members = _constant_members(module, sub.id)
                 if members is not None:
@@ -249,12 +285,24 @@ def _add(items: list[str], value: str) -> None:
 def _constant_members(module: ast.Module, name: str) -> list[str] | None:
     """String members of a module-level collection constant (an architecture list)."""
     for node in module.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
             value = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ):
             value = node.value
         else:
             continue
-        strings = sorted({n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)})
+        strings = sorted(
+            {
+                n.value
+                for n in ast.walk(value)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            }
+        )
         return strings
     return None

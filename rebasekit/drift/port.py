@@ -88,7 +88,9 @@ def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> PortPlan
     for od in override_drifts(corpus, base, new):
         where = f"{od.patch.relpath}:{od.patch.name}.{od.attr}"
         if not od.mirrors:
-            plan.skipped.append(f"{where}: wraps/replaces {od.new_sym.qualname} instead of copying it; review by hand")
+            plan.skipped.append(
+                f"{where}: wraps/replaces {od.new_sym.qualname} instead of copying it; review by hand"
+            )
             continue
         text = corpus.source_text(od.patch.relpath)
         loc = locate_function(text, od.patch.name, od.attr)
@@ -97,28 +99,60 @@ def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> PortPlan
             continue
         start, end, col = loc
         lines = text.splitlines(keepends=True)
-        ours_block = "".join(lines[start - 1:end])
+        ours_block = "".join(lines[start - 1 : end])
         ours = textwrap.dedent(ours_block)
-        result = three_way(_ensure_nl(od.old_def.source), _ensure_nl(ours), _ensure_nl(od.new_def.source), labels)
-        merged = textwrap.indent(result.text, " " * col, lambda ln: ln.strip() != "" and not _marker(ln))
-        plan.items.append(PortItem("override", od.patch.relpath, f"{od.patch.name}.{od.attr}", start, end,
-                                   ours_block, merged, result.conflicts, od.old_def.source, od.new_def.source))
+        result = three_way(
+            _ensure_nl(od.old_def.source), _ensure_nl(ours), _ensure_nl(od.new_def.source), labels
+        )
+        merged = textwrap.indent(
+            result.text, " " * col, lambda ln: ln.strip() != "" and not _marker(ln)
+        )
+        plan.items.append(
+            PortItem(
+                "override",
+                od.patch.relpath,
+                f"{od.patch.name}.{od.attr}",
+                start,
+                end,
+                ours_block,
+                merged,
+                result.conflicts,
+                od.old_def.source,
+                od.new_def.source,
+            )
+        )
     for state in fork_states(corpus, base, new):
         d = state.decl
         if state.drift is None or state.base_text is None or state.drift.missing_upstream:
             if state.base_error or (state.drift and state.drift.missing_upstream):
-                plan.skipped.append(f"{d.plugin_relpath}: fork base unavailable or upstream file gone")
+                plan.skipped.append(
+                    f"{d.plugin_relpath}: fork base unavailable or upstream file gone"
+                )
             continue
         if not state.drift.changes and not state.drift.module_level_changed:
             continue
         theirs = new.tree.read_text(d.upstream_path)
-        result = three_way(_ensure_nl(state.base_text), _ensure_nl(state.plugin_text), _ensure_nl(theirs), labels)
+        result = three_way(
+            _ensure_nl(state.base_text), _ensure_nl(state.plugin_text), _ensure_nl(theirs), labels
+        )
         merged = result.text
         if result.clean and d.origin == "header":
             merged = _bump_header(merged, new.tree.version or d.version)
         n = len(state.plugin_text.splitlines())
-        plan.items.append(PortItem("fork", d.plugin_relpath, d.upstream_path, 1, n, state.plugin_text, merged,
-                                   result.conflicts, state.base_text, theirs))
+        plan.items.append(
+            PortItem(
+                "fork",
+                d.plugin_relpath,
+                d.upstream_path,
+                1,
+                n,
+                state.plugin_text,
+                merged,
+                result.conflicts,
+                state.base_text,
+                theirs,
+            )
+        )
     return plan
 
 
@@ -140,11 +174,13 @@ def render_file(original: str, items: list[PortItem]) -> str:
     """``original`` with every item's lines replaced (bottom-up, so line numbers hold)."""
     lines = original.splitlines(keepends=True)
     for item in sorted(items, key=lambda i: i.start, reverse=True):
-        lines[item.start - 1:item.end] = [_ensure_nl(item.merged)]
+        lines[item.start - 1 : item.end] = [_ensure_nl(item.merged)]
     return "".join(lines)
 
 
-def plan_files(corpus: PluginCorpus, plan: PortPlan, include_conflicts: bool = True) -> dict[str, tuple[str, str]]:
+def plan_files(
+    corpus: PluginCorpus, plan: PortPlan, include_conflicts: bool = True
+) -> dict[str, tuple[str, str]]:
     """relpath -> (current text, ported text) for every file the plan changes."""
     by_file: dict[str, list[PortItem]] = {}
     for item in plan.items:

@@ -52,13 +52,16 @@ def refuse_conflict_markers(root: Path, relpaths: list[str]) -> None:
     found = conflict_marker_files(root, relpaths)
     if found:
         where = ", ".join(f"{rel}:{line}" for rel, line in found)
-        raise InputError(f"unresolved conflict markers from an earlier merge in {where}",
-                         hint="resolve them (or restore the file from its backup or git) and run port again")
+        raise InputError(
+            f"unresolved conflict markers from an earlier merge in {where}",
+            hint="resolve them (or restore the file from its backup or git) and run port again",
+        )
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
 
 
 def git_toplevel(root: Path) -> Path | None:
@@ -71,10 +74,14 @@ def git_toplevel(root: Path) -> Path | None:
 
 def uncommitted(root: Path, paths: list[Path]) -> list[str]:
     """The paths git reports as modified, staged or untracked (``git status``)."""
-    proc = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *map(str, paths))
+    proc = _git(
+        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *map(str, paths)
+    )
     if proc.returncode != 0:
-        raise InputError(f"git status failed in {root}: {proc.stderr.strip()}",
-                         hint="fix the repository (git status) or pass --force")
+        raise InputError(
+            f"git status failed in {root}: {proc.stderr.strip()}",
+            hint="fix the repository (git status) or pass --force",
+        )
     return [entry[3:] for entry in proc.stdout.split("\0") if len(entry) > 3]
 
 
@@ -85,32 +92,42 @@ def write_port(root: Path, files: dict[str, tuple[str, str]], force: bool = Fals
     if top is not None and not force:
         dirty = uncommitted(top, list(targets.values()))
         if dirty:
-            raise InputError(f"uncommitted changes in {', '.join(sorted(dirty))}: port would mix its merge into them",
-                             hint="commit or stash them first, or pass --force (the originals are backed up)")
+            raise InputError(
+                f"uncommitted changes in {', '.join(sorted(dirty))}: port would mix its merge into them",
+                hint="commit or stash them first, or pass --force (the originals are backed up)",
+            )
     new_bytes: dict[Path, bytes] = {}
     old_bytes: dict[str, bytes] = {}
     for rel, (planned_from, ported) in files.items():
         try:
             source = read_source(targets[rel])
         except SkippedFile as exc:
-            raise InputError(f"cannot port into {rel}: {exc.reason}", hint="make it a regular file") from None
+            raise InputError(
+                f"cannot port into {rel}: {exc.reason}", hint="make it a regular file"
+            ) from None
         if source.text != planned_from:
             raise InputError(f"{rel} changed while port was running", hint="run port again")
         try:
             new_bytes[targets[rel]] = source.encode(ported)
         except UnicodeEncodeError as exc:
-            raise InputError(f"the merged text of {rel} cannot be written in its encoding {source.encoding}: {exc.reason}",
-                             hint="change the file's coding cookie to utf-8, or port that change by hand") from None
+            raise InputError(
+                f"the merged text of {rel} cannot be written in its encoding {source.encoding}: {exc.reason}",
+                hint="change the file's coding cookie to utf-8, or port that change by hand",
+            ) from None
         old_bytes[rel] = targets[rel].read_bytes()
     try:
         (root / BACKUP_DIR).mkdir(exist_ok=True)
-        backup = Path(tempfile.mkdtemp(prefix=time.strftime("port-%Y%m%d-%H%M%S-"), dir=root / BACKUP_DIR))
+        backup = Path(
+            tempfile.mkdtemp(prefix=time.strftime("port-%Y%m%d-%H%M%S-"), dir=root / BACKUP_DIR)
+        )
         for rel in old_bytes:
             (backup / rel).parent.mkdir(parents=True, exist_ok=True)
         replace_all({backup / rel: data for rel, data in old_bytes.items()})
     except OSError as exc:
-        raise WriteError(f"cannot back up the originals into {root / BACKUP_DIR}: {exc.strerror or exc}; "
-                         "nothing was written",
-                         hint="make the plugin's folder writable and retry") from None
+        raise WriteError(
+            f"cannot back up the originals into {root / BACKUP_DIR}: {exc.strerror or exc}; "
+            "nothing was written",
+            hint="make the plugin's folder writable and retry",
+        ) from None
     replace_all(new_bytes)
     return WriteReport(sorted(files), backup, top is not None)

@@ -80,13 +80,26 @@ def return_shape(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ReturnShape:
         if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
             arities.add(len(value.elts))
         elif value is None or isinstance(
-            value, (ast.Constant, ast.BinOp, ast.Compare, ast.BoolOp, ast.Dict, ast.Set, ast.JoinedStr, ast.UnaryOp)
+            value,
+            (
+                ast.Constant,
+                ast.BinOp,
+                ast.Compare,
+                ast.BoolOp,
+                ast.Dict,
+                ast.Set,
+                ast.JoinedStr,
+                ast.UnaryOp,
+            ),
         ):
             if isinstance(value, ast.Constant) and value.value is None:
                 returns_none = True  # decided after the walk: next to tuples it is Optional[tuple]
                 continue
             single = True
-        elif isinstance(value, ast.Call) and (dotted(value.func) or "_").rsplit(".", 1)[-1][:1].isupper():
+        elif (
+            isinstance(value, ast.Call)
+            and (dotted(value.func) or "_").rsplit(".", 1)[-1][:1].isupper()
+        ):
             single = True  # ``return SomeOutput(...)``: a constructed object, not a tuple
         else:
             opaque = True
@@ -143,7 +156,9 @@ def describe_value(value: ast.AST, params: set[str]) -> AttrValue:
         if value.value is None:
             return AttrValue("none", "None", line, src)
         return AttrValue("literal", type(value.value).__name__, line, src)
-    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp, ast.DictComp, ast.SetComp)):
+    if isinstance(
+        value, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp, ast.DictComp, ast.SetComp)
+    ):
         name = {"ListComp": "list", "DictComp": "dict", "SetComp": "set"}.get(
             type(value).__name__, type(value).__name__.lower()
         )
@@ -167,7 +182,11 @@ def self_assignments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, 
             and isinstance(target.value, ast.Name)
             and target.value.id == self_name
         ):
-            desc = describe_value(value, params) if value is not None else AttrValue("expr", "", target.lineno, "")
+            desc = (
+                describe_value(value, params)
+                if value is not None
+                else AttrValue("expr", "", target.lineno, "")
+            )
             out.setdefault(target.attr, []).append(desc)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
@@ -176,9 +195,11 @@ def self_assignments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, 
     for node in _own_nodes(func):
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                if isinstance(t, (ast.Tuple, ast.List)) and isinstance(node.value, ast.Tuple) and len(
-                    node.value.elts
-                ) == len(t.elts):
+                if (
+                    isinstance(t, (ast.Tuple, ast.List))
+                    and isinstance(node.value, ast.Tuple)
+                    and len(node.value.elts) == len(t.elts)
+                ):
                     for te, ve in zip(t.elts, node.value.elts):
                         record(te, ve)
                 else:

@@ -34,13 +34,15 @@ def owner_class(index: CodeIndex, sym: Symbol) -> Symbol | None:
 
 def is_dataclass_like(sym: Symbol) -> bool:
     """Classes whose ``__init__`` is generated (their parameters are not written down)."""
-    return any(d.split(".")[-1] in ("dataclass", "dataclasses", "define", "attrs", "frozen")
-               for d in sym.decorators) or any("NamedTuple" in b or "BaseModel" in b or "TypedDict" in b
-                                                for b in sym.external_bases)
+    return any(
+        d.split(".")[-1] in ("dataclass", "dataclasses", "define", "attrs", "frozen")
+        for d in sym.decorators
+    ) or any("NamedTuple" in b or "BaseModel" in b or "TypedDict" in b for b in sym.external_bases)
 
 
-def call_params(index: CodeIndex, sym: Symbol, *, bound: bool,
-                raw_function: bool = False) -> tuple[list[Param], Symbol] | None:
+def call_params(
+    index: CodeIndex, sym: Symbol, *, bound: bool, raw_function: bool = False
+) -> tuple[list[Param], Symbol] | None:
     """Parameters a call to ``sym`` binds against, and the symbol that defines them.
 
     A class binds against its ``__init__`` (found along the MRO) minus ``self``. A method

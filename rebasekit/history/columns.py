@@ -47,13 +47,15 @@ def open_repo(path: Path) -> git.Repo:
     try:
         return git.Repo(path, search_parent_directories=True)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-        raise InputError(f"{path} is not inside a git repository",
-                         hint="pass --repo with the plugin's git checkout") from None
+        raise InputError(
+            f"{path} is not inside a git repository",
+            hint="pass --repo with the plugin's git checkout",
+        ) from None
 
 
 def has_commits(repo: git.Repo) -> bool:
     try:
-        repo.head.commit
+        _ = repo.head.commit
     except ValueError:
         return False
     return True
@@ -82,13 +84,17 @@ def find_branches(repo: git.Repo, globs: tuple[str, ...], main: str) -> dict[str
 
 def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
     if ref.startswith("-"):  # would reach `git log` as an option
-        raise InputError(f"{ref!r} is not a git ref (a ref never starts with '-')",
-                         hint="give a branch, tag or commit id that exists in the repository")
+        raise InputError(
+            f"{ref!r} is not a git ref (a ref never starts with '-')",
+            hint="give a branch, tag or commit id that exists in the repository",
+        )
     try:
         return repo.commit(ref)
     except (BadName, BadObject, ValueError, git.GitCommandError):
-        raise InputError(f"{ref!r} names no commit in {repo.working_tree_dir}",
-                         hint="give a branch, tag or commit id that exists in the repository") from None
+        raise InputError(
+            f"{ref!r} names no commit in {repo.working_tree_dir}",
+            hint="give a branch, tag or commit id that exists in the repository",
+        ) from None
 
 
 class ColumnBuilder:
@@ -113,11 +119,15 @@ class ColumnBuilder:
                 self._pins[key] = None
                 self._unreadable[key] = str(exc)
         if key in self._unreadable:
-            self.degradations.append(Degradation(
-                "revision-unreadable", f"commit {snapshot.commit.hexsha[:10]}",
-                f"{self.source.pyproject} is not valid TOML there ({self._unreadable[key]}); its pin is unknown "
-                "and the revision was left out of the ledger",
-                "fix the file in a new commit on that branch, or pass --allow-incomplete to accept the ledger without it"))
+            self.degradations.append(
+                Degradation(
+                    "revision-unreadable",
+                    f"commit {snapshot.commit.hexsha[:10]}",
+                    f"{self.source.pyproject} is not valid TOML there ({self._unreadable[key]}); its pin is unknown "
+                    "and the revision was left out of the ledger",
+                    "fix the file in a new commit on that branch, or pass --allow-incomplete to accept the ledger without it",
+                )
+            )
         return self._pins[key]
 
     def unreadable(self, snapshot: CommitSnapshot) -> bool:
@@ -130,14 +140,22 @@ class ColumnBuilder:
     def branch(self, name: str, ref: str) -> Column:
         commit = resolve_commit(self.repo, ref)
         snap = CommitSnapshot(commit, self.cache)
-        return Column("branch", name, self.pin_of(snap), snap, CommitInfo.of(commit),
-                      self._last_change(ref), ref)
+        return Column(
+            "branch",
+            name,
+            self.pin_of(snap),
+            snap,
+            CommitInfo.of(commit),
+            self._last_change(ref),
+            ref,
+        )
 
     def history(self, ref: str) -> list[Column]:
         """First commit on REF's first-parent line that declared each distinct pin."""
         resolve_commit(self.repo, ref)
-        log = self.repo.git.log(ref, "--first-parent", "--reverse", "--format=%H", "--",
-                                *self.source.paths())
+        log = self.repo.git.log(
+            ref, "--first-parent", "--reverse", "--format=%H", "--", *self.source.paths()
+        )
         columns: list[Column] = []
         seen: set[str] = set()
         for sha in log.split():
@@ -157,14 +175,21 @@ class ColumnBuilder:
         return Column("worktree", "working tree", read_pin(snap.read, self.source), snap)
 
 
-def order_columns(branches: list[Column], commits: list[Column],
-                  worktree: Column | None, main: str) -> list[Column]:
+def order_columns(
+    branches: list[Column], commits: list[Column], worktree: Column | None, main: str
+) -> list[Column]:
     """Branches win over commits with the same pin; then sort by version and number."""
     taken = {c.pin.version for c in branches if c.pin}
     kept = [c for c in commits if c.pin and c.pin.version not in taken]
     every = branches + kept + ([worktree] if worktree else [])
-    every.sort(key=lambda c: (version_key(c.pin.version if c.pin else None),
-                              KIND_ORDER[c.kind], c.name != main, c.name))
+    every.sort(
+        key=lambda c: (
+            version_key(c.pin.version if c.pin else None),
+            KIND_ORDER[c.kind],
+            c.name != main,
+            c.name,
+        )
+    )
     for i, column in enumerate(every, 1):
         column.cid = f"C{i}"
     return every

@@ -9,8 +9,13 @@ import git
 
 from rebasekit.degradation import Degradation
 from rebasekit.errors import InputError
-from rebasekit.history.columns import (ColumnBuilder, find_branches, has_commits, open_repo,
-                                       order_columns)
+from rebasekit.history.columns import (
+    ColumnBuilder,
+    find_branches,
+    has_commits,
+    open_repo,
+    order_columns,
+)
 from rebasekit.history.ledger import Ledger, build_ledger
 from rebasekit.history.probes import Probe, load_probes
 from rebasekit.history.settings import HistorySettings, load_settings
@@ -53,17 +58,22 @@ def shallow_clone(repo: git.Repo) -> Degradation | None:
         shallow = (Path(repo.git_dir) / "shallow").is_file()
     if not shallow:
         return None
-    return Degradation("shallow-history", str(repo.working_tree_dir),
-                       "the repository is a shallow clone: commits and pins before its depth are missing",
-                       "run `git fetch --unshallow` (or check out with full history, e.g. fetch-depth: 0)")
+    return Degradation(
+        "shallow-history",
+        str(repo.working_tree_dir),
+        "the repository is a shallow clone: commits and pins before its depth are missing",
+        "run `git fetch --unshallow` (or check out with full history, e.g. fetch-depth: 0)",
+    )
 
 
 def compare_pins(path: Path, options: CompareOptions) -> Ledger:
     """Build the ledger for the repository at ``path`` (see the module docs of the parts)."""
     repo = open_repo(path)
     if not has_commits(repo):
-        raise InputError(f"{repo.working_tree_dir} has no commits yet",
-                         hint="compare-pins reads pins from commits; commit first")
+        raise InputError(
+            f"{repo.working_tree_dir} has no commits yet",
+            hint="compare-pins reads pins from commits; commit first",
+        )
     root = Path(repo.working_tree_dir or path)
     settings = load_settings(root)
     probes = _probes(root, settings, options.probes)
@@ -76,8 +86,11 @@ def compare_pins(path: Path, options: CompareOptions) -> Ledger:
     branches = [builder.branch(name, ref) for name, ref in sorted(found.items())]
     # a branch whose pyproject does not parse has an unknown pin, not "no pin": leave it out
     branches = [b for b in branches if not builder.unreadable(b.snapshot)]
-    commits = builder.history(main_ref if options.history == "" else options.history) \
-        if options.history is not None else []
+    commits = (
+        builder.history(main_ref if options.history == "" else options.history)
+        if options.history is not None
+        else []
+    )
     worktree = builder.worktree() if options.include_worktree else None
     ledger = build_ledger(order_columns(branches, commits, worktree, main), probes)
     shallow = shallow_clone(repo)

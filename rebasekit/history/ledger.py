@@ -16,7 +16,7 @@ from rebasekit.history.probes import Cell, Probe, evaluate
 
 FLAG_RULES = {
     "STALLED": "the value changed on every earlier bump (at least two) "
-               "but not on the last one: a probe that tracks vLLM was likely not updated",
+    "but not on the last one: a probe that tracks vLLM was likely not updated",
     "VANISHED": "the value existed at some earlier pin and is missing at the newest",
     "REVERTED": "the newest value differs from the one before it and equals an older one",
 }
@@ -76,12 +76,25 @@ def flags_for(label: str, seq: list[tuple[str, str | None]]) -> list[Flag]:
         flags.append(Flag("VANISHED", label, f"present at {ids[had]}, missing at {ids[-1]}"))
     if last is not None and last != prev and last in values[:-2]:
         old = values.index(last)
-        flags.append(Flag("REVERTED", label, f"{ids[-1]} equals {ids[old]} again (was {prev!r} at {ids[-2]})"))
+        flags.append(
+            Flag(
+                "REVERTED", label, f"{ids[-1]} equals {ids[old]} again (was {prev!r} at {ids[-2]})"
+            )
+        )
     prior = len(values) - 2  # bumps before the last one
-    if (prior >= MIN_PRIOR_BUMPS and last is not None and last == prev
-            and all(values[i] != values[i - 1] for i in range(1, len(values) - 1))):
-        flags.append(Flag("STALLED", label,
-                          f"changed on each of {prior} earlier bumps, unchanged {ids[-2]} -> {ids[-1]}"))
+    if (
+        prior >= MIN_PRIOR_BUMPS
+        and last is not None
+        and last == prev
+        and all(values[i] != values[i - 1] for i in range(1, len(values) - 1))
+    ):
+        flags.append(
+            Flag(
+                "STALLED",
+                label,
+                f"changed on each of {prior} earlier bumps, unchanged {ids[-2]} -> {ids[-1]}",
+            )
+        )
     return flags
 
 

@@ -71,14 +71,18 @@ def _probe_from_table(table: object, where: str) -> Probe:
         raise InputError(f"{where}: a probe must be a table, got {table!r}")
     unknown = sorted(set(table) - _OPTIONS)
     if unknown:
-        raise InputError(f"{where}: unknown probe key(s) {', '.join(unknown)}",
-                         hint=f"known keys: {', '.join(sorted(_OPTIONS))}")
+        raise InputError(
+            f"{where}: unknown probe key(s) {', '.join(unknown)}",
+            hint=f"known keys: {', '.join(sorted(_OPTIONS))}",
+        )
     label = table.get("label")
     if not isinstance(label, str) or not label.strip():
         raise InputError(f"{where}: every probe needs a non-empty 'label'")
     kinds = [k for k in KINDS if k in table]
     if len(kinds) != 1:
-        raise InputError(f"{where} ({label}): give exactly one of {', '.join(KINDS)}; got {kinds or 'none'}")
+        raise InputError(
+            f"{where} ({label}): give exactly one of {', '.join(KINDS)}; got {kinds or 'none'}"
+        )
     kind = kinds[0]
     target = table[kind]
     if kind == "pin":
@@ -97,13 +101,20 @@ def _probe_from_table(table: object, where: str) -> Probe:
             raise InputError(f"{where} ({label}): bad regex {target!r}: {exc}") from None
         group = table.get("group")
         if isinstance(group, int) and not 0 <= group <= compiled.groups:
-            raise InputError(f"{where} ({label}): regex has {compiled.groups} group(s), not {group}")
+            raise InputError(
+                f"{where} ({label}): regex has {compiled.groups} group(s), not {group}"
+            )
         if isinstance(group, str) and group not in compiled.groupindex:
             raise InputError(f"{where} ({label}): regex has no group named {group!r}")
     return Probe(
-        label=label.strip(), kind=kind, target=target, file=file,
-        group=table.get("group"), dotall=bool(table.get("dotall", False)),
-        all_matches=bool(table.get("all", False)), extra=table.get("extra"),
+        label=label.strip(),
+        kind=kind,
+        target=target,
+        file=file,
+        group=table.get("group"),
+        dotall=bool(table.get("dotall", False)),
+        all_matches=bool(table.get("all", False)),
+        extra=table.get("extra"),
         note=table.get("note"),
     )
 
@@ -116,7 +127,9 @@ def parse_probes(text: str, fmt: str, where: str) -> list[Probe]:
         raise InputError(f"{where} is not valid {fmt.upper()}: {exc}") from None
     items = data.get("probe", []) if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
-        raise InputError(f"{where} defines no probes", hint="add [[probe]] tables with a label and a file")
+        raise InputError(
+            f"{where} defines no probes", hint="add [[probe]] tables with a label and a file"
+        )
     probes = [_probe_from_table(t, f"{where} probe #{i + 1}") for i, t in enumerate(items)]
     seen: set[str] = set()
     for probe in probes:
@@ -129,8 +142,10 @@ def parse_probes(text: str, fmt: str, where: str) -> list[Probe]:
 def load_probes(path: Path) -> list[Probe]:
     """Read a probe file; its suffix (``.json`` or anything else = TOML) picks the format."""
     if not path.is_file():
-        raise InputError(f"probe file {path} does not exist",
-                         hint="pass --probes FILE or create probes/evolution_probes.toml")
+        raise InputError(
+            f"probe file {path} does not exist",
+            hint="pass --probes FILE or create probes/evolution_probes.toml",
+        )
     fmt = "json" if path.suffix.lower() == ".json" else "toml"
     return parse_probes(path.read_text(encoding="utf-8"), fmt, str(path))
 

@@ -50,8 +50,12 @@ def print_table(ledger: Ledger, console: Console) -> None:
     table = Table(title="vLLM pin evolution", show_lines=False, header_style="bold")
     table.add_column("probe", no_wrap=True, max_width=32)
     for column in ledger.columns:
-        table.add_column(f"{column.cid}\n{column.header}", overflow="ellipsis", no_wrap=True,
-                         max_width=CELL_WIDTH)
+        table.add_column(
+            f"{column.cid}\n{column.header}",
+            overflow="ellipsis",
+            no_wrap=True,
+            max_width=CELL_WIDTH,
+        )
     table.add_column("flags", no_wrap=True)
     for row in ledger.rows:
         cells: list[Text] = [Text(truncate(row.probe.label, 32))]
@@ -68,11 +72,18 @@ def print_table(ledger: Ledger, console: Console) -> None:
         table.add_row(*cells)
     console.print(table)
     for column in ledger.columns:
-        console.print(f"  {column.cid}  {_origin(column):<22} {describe(column, stable=False)}",
-                      highlight=False, markup=False)
+        console.print(
+            f"  {column.cid}  {_origin(column):<22} {describe(column, stable=False)}",
+            highlight=False,
+            markup=False,
+        )
     for flag in ledger.flags:
-        console.print(f"  {flag.code:<9} {flag.label}: {flag.detail}", style="yellow",
-                      highlight=False, markup=False)
+        console.print(
+            f"  {flag.code:<9} {flag.label}: {flag.detail}",
+            style="yellow",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _md(text: str) -> str:
@@ -101,7 +112,9 @@ def to_markdown(ledger: Ledger, command: str) -> str:
     for c in ledger.columns:
         out.append(f"| {c.cid} | {_md(_origin(c))} | {_md(describe(c, stable=True))} |")
     out += ["", "## Ledger", "", "∅ marks a missing value and says why.", ""]
-    out.append("| probe | " + " | ".join(f"{c.cid} {c.header}" for c in ledger.columns) + " | flags |")
+    out.append(
+        "| probe | " + " | ".join(f"{c.cid} {c.header}" for c in ledger.columns) + " | flags |"
+    )
     out.append("|---" * (len(ledger.columns) + 2) + "|")
     for row in ledger.rows:
         cells = [_md_cell(row.cells[c.cid].value, row.cells[c.cid].why) for c in ledger.columns]
@@ -117,7 +130,10 @@ def to_markdown(ledger: Ledger, command: str) -> str:
 def to_json(ledger: Ledger) -> dict[str, Any]:
     columns = [
         {
-            "id": c.cid, "kind": c.kind, "name": c.name, "ref": c.ref,
+            "id": c.cid,
+            "kind": c.kind,
+            "name": c.name,
+            "ref": c.ref,
             "pin": c.pin.version if c.pin else None,
             "pin_origin": c.pin.origin if c.pin else None,
             "commit": c.info.sha if c.info else None,
@@ -129,17 +145,26 @@ def to_json(ledger: Ledger) -> dict[str, Any]:
     ]
     rows = [
         {
-            "label": r.probe.label, "kind": r.probe.kind, "target": r.probe.target,
+            "label": r.probe.label,
+            "kind": r.probe.kind,
+            "target": r.probe.target,
             "file": r.probe.file,
-            "cells": {cid: {"value": cell.value, "missing": cell.why if cell.missing else None}
-                      for cid, cell in r.cells.items()},
+            "cells": {
+                cid: {"value": cell.value, "missing": cell.why if cell.missing else None}
+                for cid, cell in r.cells.items()
+            },
             "flags": [f.code for f in r.flags],
         }
         for r in ledger.rows
     ]
     flags = [{"code": f.code, "label": f.label, "detail": f.detail} for f in ledger.flags]
-    return {"columns": columns, "rows": rows, "flags": flags, "complete": not ledger.degradations,
-            "degradations": [asdict(d) for d in ledger.degradations]}
+    return {
+        "columns": columns,
+        "rows": rows,
+        "flags": flags,
+        "complete": not ledger.degradations,
+        "degradations": [asdict(d) for d in ledger.degradations],
+    }
 
 
 def dumps(ledger: Ledger) -> str:

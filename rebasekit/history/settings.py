@@ -64,7 +64,9 @@ def settings_from_text(pyproject_text: str | None) -> HistorySettings:
     try:
         data = strict_toml(pyproject_text or "")
     except UnreadablePin as exc:
-        raise InputError(f"pyproject.toml is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml") from None
+        raise InputError(
+            f"pyproject.toml is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml"
+        ) from None
     tool = data.get("tool", {})
     table = tool.get("rebasekit", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):

@@ -23,7 +23,7 @@ class CommitInfo:
     subject: str
 
     @classmethod
-    def of(cls, commit: git.Commit) -> "CommitInfo":
+    def of(cls, commit: git.Commit) -> CommitInfo:
         when = datetime.fromtimestamp(commit.committed_date, tz=timezone.utc)
         message = commit.message if isinstance(commit.message, str) else commit.message.decode()
         subject = (message.strip().splitlines() or [""])[0]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 
 from rebasekit.astutil import dotted
-
 from rebasekit.index.visitor import signature_of
+
 
 def _children(body: list[ast.stmt]) -> dict[str, ast.stmt]:
     """Definitions and assignments of one block; the last binding of a name wins."""

@@ -16,6 +16,15 @@ from rebasekit.index.models import DefFact, ImportFact, ModuleFacts, Param, Para
 from rebasekit.index.symbols import Resolution, Status, Symbol
 
 __all__ = [
-    "CodeIndex", "DefFact", "FactsCache", "ImportFact", "ModuleFacts", "Param", "ParamKind",
-    "Resolution", "Signature", "Status", "Symbol",
+    "CodeIndex",
+    "DefFact",
+    "FactsCache",
+    "ImportFact",
+    "ModuleFacts",
+    "Param",
+    "ParamKind",
+    "Resolution",
+    "Signature",
+    "Status",
+    "Symbol",
 ]

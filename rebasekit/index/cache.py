@@ -66,7 +66,9 @@ class DataStore:
             payload = datacodec.dumps(value).encode()
         except (TypeError, ValueError, RecursionError):
             return  # not storable: kept in memory only
-        header = json.dumps({"schema": SCHEMA, "key": key, "sha256": hashlib.sha256(payload).hexdigest()})
+        header = json.dumps(
+            {"schema": SCHEMA, "key": key, "sha256": hashlib.sha256(payload).hexdigest()}
+        )
         path = self.path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,8 +152,18 @@ def tree_memo(func: Callable[..., T]) -> Callable[..., T]:
             return memo[mem_key]
         fingerprint = index.tree.fingerprint
         store = index.cache.derived() if fingerprint else DataStore(None)
-        key = hashlib.sha256(repr((fingerprint, index.tree.package, func.__module__, func.__qualname__,
-                                   code_digest(), args)).encode()).hexdigest()
+        key = hashlib.sha256(
+            repr(
+                (
+                    fingerprint,
+                    index.tree.package,
+                    func.__module__,
+                    func.__qualname__,
+                    code_digest(),
+                    args,
+                )
+            ).encode()
+        ).hexdigest()
         value = store.load(key, _MISS)
         if value is _MISS:
             value = func(index, *args)

@@ -32,7 +32,9 @@ class CodeIndex:
 
     def __init__(self, tree: UpstreamTree, cache: FactsCache | None | object = _DEFAULT) -> None:
         self.tree = tree
-        self.cache: FactsCache = FactsCache(index_dir()) if cache is _DEFAULT else (cache or FactsCache(None))  # type: ignore[assignment]
+        self.cache: FactsCache = (
+            FactsCache(index_dir()) if cache is _DEFAULT else (cache or FactsCache(None))
+        )  # type: ignore[assignment]
         self._modules: dict[str, ModuleFacts | None] = {}
         self._texts: dict[str, str] = {}
         self._name_table: dict[str, list[str]] | None = None
@@ -42,7 +44,9 @@ class CodeIndex:
     @property
     def degradations(self) -> list[Degradation]:
         """What this index could not read: the tree's skipped files and its own (no repeats)."""
-        return list(dict.fromkeys([*getattr(self.tree, "degradations", []), *self._own_degradations]))
+        return list(
+            dict.fromkeys([*getattr(self.tree, "degradations", []), *self._own_degradations])
+        )
 
     # -- modules -------------------------------------------------------------------
     def module(self, modname: str) -> ModuleFacts | None:
@@ -57,8 +61,12 @@ class CodeIndex:
             except SkippedFile as skipped:
                 # present but unreadable: its names are unknowable, never reported missing
                 self._own_degradations.append(skipped.degradation(f"{self.tree.label}: {relpath}"))
-                facts = ModuleFacts(modname, relpath, relpath.endswith("__init__.py"),
-                                    syntax_error=f"skipped: {skipped.reason}")
+                facts = ModuleFacts(
+                    modname,
+                    relpath,
+                    relpath.endswith("__init__.py"),
+                    syntax_error=f"skipped: {skipped.reason}",
+                )
                 self._modules[modname] = facts
                 return facts
             key = facts_key(relpath, content)
@@ -128,7 +136,10 @@ class CodeIndex:
             if res.status is not Status.MODULE_MISSING and res.status is not Status.MISSING:
                 return res
             # an unresolvable import (e.g. of an optional dependency) binds an out-of-tree name
-            if not binding.target.startswith(self.tree.package + ".") and binding.target != self.tree.package:
+            if (
+                not binding.target.startswith(self.tree.package + ".")
+                and binding.target != self.tree.package
+            ):
                 return Resolution(Status.DYNAMIC, container=container, missing=attr)
             return Resolution(Status.MISSING, container=container, missing=attr)
         sub = f"{modname}.{attr}"
@@ -141,7 +152,11 @@ class CodeIndex:
             star_facts = self.module(star)
             if star_facts is None:
                 continue
-            exported = star_facts.all_names if star_facts.all_names is not None else star_facts.public_names()
+            exported = (
+                star_facts.all_names
+                if star_facts.all_names is not None
+                else star_facts.public_names()
+            )
             if attr in exported or (star_facts.all_is_dynamic and not attr.startswith("_")):
                 res = self._lookup(f"{star}.{attr}", depth + 1)
                 if res.found or attr in exported:
@@ -163,13 +178,23 @@ class CodeIndex:
 
     def _def_symbol(self, facts: ModuleFacts, fact: DefFact, owner: str | None = None) -> Symbol:
         qualname = f"{owner or facts.modname}.{fact.name}"
-        sym = Symbol(fact.kind, qualname, facts.relpath, fact.lineno, fact.end_lineno, fact,
-                     guard=fact.guard, index=self)
+        sym = Symbol(
+            fact.kind,
+            qualname,
+            facts.relpath,
+            fact.lineno,
+            fact.end_lineno,
+            fact,
+            guard=fact.guard,
+            index=self,
+        )
         if fact.kind == "class":
             resolved, external = [], []
             scope_module = facts.modname
             for base in fact.bases:
-                if base in ("object", "Generic", "Protocol", "ABC") or base.startswith(("typing.", "abc.")):
+                if base in ("object", "Generic", "Protocol", "ABC") or base.startswith(
+                    ("typing.", "abc.")
+                ):
                     continue
                 res = self._lookup(f"{scope_module}.{base}", 1)
                 if res.found and res.symbol is not None and res.symbol.kind == "class":
@@ -213,14 +238,18 @@ class CodeIndex:
         for klass in self.mro(cls):
             if klass.fact and name in klass.fact.instance_attrs:
                 line = klass.fact.instance_attrs[name]
-                return Symbol("variable", f"{klass.qualname}.{name}", klass.relpath, line, line, index=self)
+                return Symbol(
+                    "variable", f"{klass.qualname}.{name}", klass.relpath, line, line, index=self
+                )
         return None
 
     def _has_external_base(self, cls: Symbol) -> bool:
         return any(k.external_bases for k in self.mro(cls))
 
     # -- searching -----------------------------------------------------------------
-    def find_definitions(self, name: str, kinds: Iterable[str] = ("class", "function", "variable")) -> list[Symbol]:
+    def find_definitions(
+        self, name: str, kinds: Iterable[str] = ("class", "function", "variable")
+    ) -> list[Symbol]:
         """Module-level definitions called ``name`` anywhere in the tree (for "moved" hints)."""
         wanted = set(kinds)
         found: list[Symbol] = []
@@ -255,12 +284,18 @@ class CodeIndex:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node.name = "_"
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+            ):
                 node.body = body[1:] or body
         return ast.dump(node, annotate_fields=False, include_attributes=False)
 
 
-_TOP_LEVEL_NAME = re.compile(rb"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
+_TOP_LEVEL_NAME = re.compile(
+    rb"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M
+)
 
 
 @tree_memo
@@ -273,7 +308,9 @@ def name_table(index: CodeIndex) -> dict[str, list[str]]:
     table: dict[str, list[str]] = {}
     for relpath in index.tree.iter_py_files():
         content = index.tree.read_bytes(relpath)
-        for name in {(m.group(1) or m.group(2)).decode() for m in _TOP_LEVEL_NAME.finditer(content)}:
+        for name in {
+            (m.group(1) or m.group(2)).decode() for m in _TOP_LEVEL_NAME.finditer(content)
+        }:
             table.setdefault(name, []).append(relpath)
     return table
 

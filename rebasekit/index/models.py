@@ -66,8 +66,11 @@ class Signature:
     @property
     def positional(self) -> list[Param]:
         """Parameters that can be passed by position, in order."""
-        return [p for p in self.params
-                if p.kind in (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)]
+        return [
+            p
+            for p in self.params
+            if p.kind in (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
+        ]
 
     @property
     def var_positional(self) -> Param | None:
@@ -87,7 +90,9 @@ class Signature:
                 seen_kwonly_marker = True
             parts.append(param.render())
             nxt = self.params[i + 1] if i + 1 < len(self.params) else None
-            if param.kind is ParamKind.POSITIONAL_ONLY and (nxt is None or nxt.kind is not ParamKind.POSITIONAL_ONLY):
+            if param.kind is ParamKind.POSITIONAL_ONLY and (
+                nxt is None or nxt.kind is not ParamKind.POSITIONAL_ONLY
+            ):
                 parts.append("/")
         text = f"({', '.join(parts)})"
         return f"{text} -> {self.returns}" if self.returns else text

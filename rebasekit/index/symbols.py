@@ -60,8 +60,10 @@ class Symbol:
 
     @property
     def is_property(self) -> bool:
-        return any(d.split(".")[-1] in _PROPERTY_DECORATORS or d.endswith((".getter", ".setter"))
-                   for d in self.decorators)
+        return any(
+            d.split(".")[-1] in _PROPERTY_DECORATORS or d.endswith((".getter", ".setter"))
+            for d in self.decorators
+        )
 
     @property
     def is_staticmethod(self) -> bool:

@@ -65,16 +65,26 @@ def signature_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> S
     args = node.args
     params: list[Param] = []
     positional = [*args.posonlyargs, *args.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
+        args.defaults
+    )
     for i, arg in enumerate(positional):
-        kind = ParamKind.POSITIONAL_ONLY if i < len(args.posonlyargs) else ParamKind.POSITIONAL_OR_KEYWORD
+        kind = (
+            ParamKind.POSITIONAL_ONLY
+            if i < len(args.posonlyargs)
+            else ParamKind.POSITIONAL_OR_KEYWORD
+        )
         params.append(Param(arg.arg, kind, _text(defaults[i]), _text(arg.annotation)))
     if args.vararg:
-        params.append(Param(args.vararg.arg, ParamKind.VAR_POSITIONAL, None, _text(args.vararg.annotation)))
+        params.append(
+            Param(args.vararg.arg, ParamKind.VAR_POSITIONAL, None, _text(args.vararg.annotation))
+        )
     for arg, default in zip(args.kwonlyargs, args.kw_defaults):
         params.append(Param(arg.arg, ParamKind.KEYWORD_ONLY, _text(default), _text(arg.annotation)))
     if args.kwarg:
-        params.append(Param(args.kwarg.arg, ParamKind.VAR_KEYWORD, None, _text(args.kwarg.annotation)))
+        params.append(
+            Param(args.kwarg.arg, ParamKind.VAR_KEYWORD, None, _text(args.kwarg.annotation))
+        )
     returns = _text(getattr(node, "returns", None))
     return Signature(tuple(params), returns, isinstance(node, ast.AsyncFunctionDef))
 
@@ -103,10 +113,14 @@ class _ModuleVisitor:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    facts.imports.append(ImportFact(alias.asname, alias.name, None, node.lineno, guard))
+                    facts.imports.append(
+                        ImportFact(alias.asname, alias.name, None, node.lineno, guard)
+                    )
                 else:
                     top = alias.name.split(".")[0]
-                    facts.imports.append(ImportFact(top, alias.name, None, node.lineno, guard, bound_is_top=True))
+                    facts.imports.append(
+                        ImportFact(top, alias.name, None, node.lineno, guard, bound_is_top=True)
+                    )
         elif isinstance(node, ast.ImportFrom):
             module = absolute_module(facts.modname, facts.is_package, node.level, node.module)
             for alias in node.names:
@@ -139,7 +153,9 @@ class _ModuleVisitor:
     def _add(defs: dict[str, DefFact], fact: DefFact) -> None:
         defs.setdefault(fact.name, fact)  # first definition wins (if/else twins)
 
-    def _assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, guard: str | None) -> None:
+    def _assignment(
+        self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, guard: str | None
+    ) -> None:
         facts = self.facts
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value
@@ -148,7 +164,16 @@ class _ModuleVisitor:
                 if isinstance(target, ast.Tuple):
                     for elt in target.elts:
                         if isinstance(elt, ast.Name):
-                            self._add(facts.defs, DefFact(elt.id, "variable", node.lineno, node.end_lineno or node.lineno, guard=guard))
+                            self._add(
+                                facts.defs,
+                                DefFact(
+                                    elt.id,
+                                    "variable",
+                                    node.lineno,
+                                    node.end_lineno or node.lineno,
+                                    guard=guard,
+                                ),
+                            )
                 continue
             name = target.id
             if name == "__all__" and value is not None:
@@ -157,7 +182,12 @@ class _ModuleVisitor:
             if isinstance(value, ast.Dict) and value is not None:
                 self._collect_lazy(value)
             if not isinstance(node, ast.AugAssign):
-                self._add(facts.defs, DefFact(name, "variable", node.lineno, node.end_lineno or node.lineno, guard=guard))
+                self._add(
+                    facts.defs,
+                    DefFact(
+                        name, "variable", node.lineno, node.end_lineno or node.lineno, guard=guard
+                    ),
+                )
 
     def _collect_all(self, value: ast.expr, extend: bool) -> None:
         facts = self.facts
@@ -185,28 +215,47 @@ class _ModuleVisitor:
                 match = _LAZY_VALUE.match(val.value)
                 if match:
                     module, attr = match.group(1), match.group(2)
-            elif isinstance(val, ast.Tuple) and len(val.elts) == 2 and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in val.elts
+            elif (
+                isinstance(val, ast.Tuple)
+                and len(val.elts) == 2
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in val.elts)
             ):
                 module, attr = val.elts[0].value, val.elts[1].value  # type: ignore[attr-defined]
             if module is None or attr is None:
                 return
             level = len(module) - len(module.lstrip("."))
-            found[key.value] = absolute_module(facts.modname, facts.is_package, level, module.lstrip(".") or None) + ":" + attr
+            found[key.value] = (
+                absolute_module(facts.modname, facts.is_package, level, module.lstrip(".") or None)
+                + ":"
+                + attr
+            )
         facts.lazy_exports.update(found)
 
 
-def function_fact(node: ast.FunctionDef | ast.AsyncFunctionDef, guard: str | None = None) -> DefFact:
+def function_fact(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, guard: str | None = None
+) -> DefFact:
     decorators = tuple(ast.unparse(d) for d in node.decorator_list)
-    return DefFact(node.name, "function", node.lineno, node.end_lineno or node.lineno,
-                   signature=signature_of(node), decorators=decorators, guard=guard)
+    return DefFact(
+        node.name,
+        "function",
+        node.lineno,
+        node.end_lineno or node.lineno,
+        signature=signature_of(node),
+        decorators=decorators,
+        guard=guard,
+    )
 
 
 def class_fact(node: ast.ClassDef, guard: str | None = None) -> DefFact:
     fact = DefFact(
-        node.name, "class", node.lineno, node.end_lineno or node.lineno,
+        node.name,
+        "class",
+        node.lineno,
+        node.end_lineno or node.lineno,
         decorators=tuple(ast.unparse(d) for d in node.decorator_list),
-        bases=tuple(base_expr(b) for b in node.bases), guard=guard,
+        bases=tuple(base_expr(b) for b in node.bases),
+        guard=guard,
     )
     _class_body(node.body, fact)
     return fact
@@ -217,7 +266,9 @@ def _class_body(body: list[ast.stmt], fact: DefFact) -> None:
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             member = function_fact(stmt)
-            if stmt.name in members and any(d.endswith((".setter", ".deleter")) for d in member.decorators):
+            if stmt.name in members and any(
+                d.endswith((".setter", ".deleter")) for d in member.decorators
+            ):
                 continue  # keep the getter as the property's definition
             members.setdefault(stmt.name, member)
             _instance_attrs(stmt, fact.instance_attrs)
@@ -227,7 +278,10 @@ def _class_body(body: list[ast.stmt], fact: DefFact) -> None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 if isinstance(target, ast.Name):
-                    members.setdefault(target.id, DefFact(target.id, "variable", stmt.lineno, stmt.end_lineno or stmt.lineno))
+                    members.setdefault(
+                        target.id,
+                        DefFact(target.id, "variable", stmt.lineno, stmt.end_lineno or stmt.lineno),
+                    )
         elif isinstance(stmt, ast.If):
             _class_body(stmt.body, fact)
             _class_body(stmt.orelse, fact)
@@ -248,6 +302,10 @@ def _instance_attrs(func: ast.FunctionDef | ast.AsyncFunctionDef, into: dict[str
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]
         for target in targets:
-            for t in (target.elts if isinstance(target, ast.Tuple) else [target]):
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
+            for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == self_name
+                ):
                     into.setdefault(t.attr, t.lineno)

@@ -12,7 +12,9 @@ from rebasekit import __version__
 SCHEMA_VERSION = 2
 
 
-def _tree(label: str | None, version: str | None, source: str | None, root: str | None) -> dict[str, Any] | None:
+def _tree(
+    label: str | None, version: str | None, source: str | None, root: str | None
+) -> dict[str, Any] | None:
     if label is None:
         return None
     return {"label": label, "version": version, "source": source, "root": root}
@@ -24,12 +26,18 @@ def to_document(result) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "rebasekit", "version": __version__},
         "plugin": result.plugin_dir,
-        "upstream": {"to": _tree(result.new_label, result.new_version, result.new_source, result.new_root),
-                     "from": _tree(result.old_label, result.old_version, result.old_source, result.old_root)},
+        "upstream": {
+            "to": _tree(result.new_label, result.new_version, result.new_source, result.new_root),
+            "from": _tree(result.old_label, result.old_version, result.old_source, result.old_root),
+        },
         "complete": result.complete,
         "degradations": [asdict(d) for d in result.degradations],
-        "summary": {"findings": len(result.findings), "suppressed": len(result.suppressed),
-                    "by_severity": dict(sorted(counts.items())), "degradations": len(result.degradations)},
+        "summary": {
+            "findings": len(result.findings),
+            "suppressed": len(result.suppressed),
+            "by_severity": dict(sorted(counts.items())),
+            "degradations": len(result.degradations),
+        },
         "findings": [f.to_dict() for f in result.findings],
     }
 

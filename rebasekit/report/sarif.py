@@ -29,8 +29,10 @@ def _base_ids(result, used: set[str]) -> dict[str, Any]:
     bases: dict[str, Any] = {}
     if "PLUGINROOT" in used or result.corpus:
         root = str(result.corpus.root) if result.corpus else "."
-        bases["PLUGINROOT"] = {"uri": _folder_uri(root),
-                               "description": {"text": "folder holding the plugin package"}}
+        bases["PLUGINROOT"] = {
+            "uri": _folder_uri(root),
+            "description": {"text": "folder holding the plugin package"},
+        }
     if "UPSTREAMROOT" in used or result.new_label:
         entry: dict[str, Any] = {"description": {"text": f"upstream tree {result.new_label}"}}
         if result.new_root:
@@ -40,57 +42,110 @@ def _base_ids(result, used: set[str]) -> dict[str, Any]:
 
 
 def _invocation(result) -> dict[str, Any]:
-    notes = [{"level": "warning", "descriptor": {"id": d.kind},
-              "message": {"text": f"{d.subject}: {d.message}"},
-              "properties": {"fix": d.fix, "subject": d.subject}} for d in result.degradations]
+    notes = [
+        {
+            "level": "warning",
+            "descriptor": {"id": d.kind},
+            "message": {"text": f"{d.subject}: {d.message}"},
+            "properties": {"fix": d.fix, "subject": d.subject},
+        }
+        for d in result.degradations
+    ]
     return {"executionSuccessful": not result.degradations, "toolExecutionNotifications": notes}
 
 
 def to_sarif_dict(result) -> dict[str, Any]:
-    rules = [{
-        "id": c.code, "name": c.title,
-        "shortDescription": {"text": c.title.replace("-", " ")},
-        "fullDescription": {"text": c.explanation},
-        "defaultConfiguration": {"level": _LEVEL[c.severity]},
-    } for c in sorted(CODES.values(), key=lambda c: c.code)]
+    rules = [
+        {
+            "id": c.code,
+            "name": c.title,
+            "shortDescription": {"text": c.title.replace("-", " ")},
+            "fullDescription": {"text": c.explanation},
+            "defaultConfiguration": {"level": _LEVEL[c.severity]},
+        }
+        for c in sorted(CODES.values(), key=lambda c: c.code)
+    ]
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
     for f in result.findings:
         text = f.message + (f"\nSuggestion: {f.suggestion}" if f.suggestion else "")
         res: dict[str, Any] = {
-            "ruleId": f.code, "level": _LEVEL[f.severity], "message": {"text": text},
-            "properties": {"drift": f.drift.value, **({"subject": str(f.details["subject"])} if "subject" in f.details else {})},
+            "ruleId": f.code,
+            "level": _LEVEL[f.severity],
+            "message": {"text": text},
+            "properties": {
+                "drift": f.drift.value,
+                **({"subject": str(f.details["subject"])} if "subject" in f.details else {}),
+            },
         }
         if f.code in index:
             res["ruleIndex"] = index[f.code]
         if f.plugin is not None:
-            phys: dict[str, Any] = {"artifactLocation": {"uri": _relative_uri(f.plugin.path), "uriBaseId": "PLUGINROOT"}}
+            phys: dict[str, Any] = {
+                "artifactLocation": {"uri": _relative_uri(f.plugin.path), "uriBaseId": "PLUGINROOT"}
+            }
             if f.plugin.line:
                 phys["region"] = {"startLine": f.plugin.line}
             res["locations"] = [{"physicalLocation": phys}]
         if f.upstream is not None:
-            rel = {"artifactLocation": {"uri": _relative_uri(f.upstream.path), "uriBaseId": "UPSTREAMROOT"}}
+            rel = {
+                "artifactLocation": {
+                    "uri": _relative_uri(f.upstream.path),
+                    "uriBaseId": "UPSTREAMROOT",
+                }
+            }
             if f.upstream.line:
                 rel["region"] = {"startLine": f.upstream.line}
-            res["relatedLocations"] = [{"id": 1, "physicalLocation": rel,
-                                        "message": {"text": f.upstream.symbol or f.upstream.path}}]
+            res["relatedLocations"] = [
+                {
+                    "id": 1,
+                    "physicalLocation": rel,
+                    "message": {"text": f.upstream.symbol or f.upstream.path},
+                }
+            ]
         results.append(res)
-    used = {loc["physicalLocation"]["artifactLocation"]["uriBaseId"]
-            for res in results for loc in res.get("locations", []) + res.get("relatedLocations", [])}
+    used = {
+        loc["physicalLocation"]["artifactLocation"]["uriBaseId"]
+        for res in results
+        for loc in res.get("locations", []) + res.get("relatedLocations", [])
+    }
     return {
-        "$schema": SARIF_SCHEMA, "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "rebasekit", "version": __version__, "rules": rules,
-                                "informationUri": "https://pypi.org/project/arctic-inference/"}},
-            "originalUriBaseIds": _base_ids(result, used),
-            "invocations": [_invocation(result)],
-            "properties": {"plugin": result.plugin_dir,
-                           "upstream": {"to": {"label": result.new_label, "version": result.new_version,
-                                               "source": result.new_source},
-                                        "from": ({"label": result.old_label, "version": result.old_version,
-                                                  "source": result.old_source} if result.old_label else None)}},
-            "results": results,
-        }],
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "rebasekit",
+                        "version": __version__,
+                        "rules": rules,
+                        "informationUri": "https://pypi.org/project/arctic-inference/",
+                    }
+                },
+                "originalUriBaseIds": _base_ids(result, used),
+                "invocations": [_invocation(result)],
+                "properties": {
+                    "plugin": result.plugin_dir,
+                    "upstream": {
+                        "to": {
+                            "label": result.new_label,
+                            "version": result.new_version,
+                            "source": result.new_source,
+                        },
+                        "from": (
+                            {
+                                "label": result.old_label,
+                                "version": result.old_version,
+                                "source": result.old_source,
+                            }
+                            if result.old_label
+                            else None
+                        ),
+                    },
+                },
+                "results": results,
+            }
+        ],
     }
 
 

@@ -36,19 +36,39 @@ def render_table(result, console: Console) -> None:
 
     Tables on a wide console, one block per finding otherwise.
     """
-    print_wrapped(console, Text.assemble(("rebasekit", "bold"), " plugin ", result.plugin_dir or "(none)"))
-    print_wrapped(console, Text(f"  NEW: {_tree_text(result.new_label, result.new_version, result.new_source, result.new_root)}"))
+    print_wrapped(
+        console, Text.assemble(("rebasekit", "bold"), " plugin ", result.plugin_dir or "(none)")
+    )
+    print_wrapped(
+        console,
+        Text(
+            f"  NEW: {_tree_text(result.new_label, result.new_version, result.new_source, result.new_root)}"
+        ),
+    )
     if result.old_label:
-        print_wrapped(console, Text(f"  OLD: {_tree_text(result.old_label, result.old_version, result.old_source, result.old_root)}"
-                                    " (drift since)"))
+        print_wrapped(
+            console,
+            Text(
+                f"  OLD: {_tree_text(result.old_label, result.old_version, result.old_source, result.old_root)}"
+                " (drift since)"
+            ),
+        )
     for d in result.degradations:
         print_wrapped(console, Text.assemble(("warning: ", "bold yellow"), d.render()))
     if result.degradations:
-        print_wrapped(console, Text(f"incomplete analysis: {len(result.degradations)} warning(s) above; "
-                                    "the result below does not cover them", "bold yellow"))
+        print_wrapped(
+            console,
+            Text(
+                f"incomplete analysis: {len(result.degradations)} warning(s) above; "
+                "the result below does not cover them",
+                "bold yellow",
+            ),
+        )
     if not result.findings:
-        console.print(Text("no findings", "green")
-                      + Text(f" ({len(result.suppressed)} suppressed)" if result.suppressed else ""))
+        console.print(
+            Text("no findings", "green")
+            + Text(f" ({len(result.suppressed)} suppressed)" if result.suppressed else "")
+        )
         return
     show_drift = result.old_label is not None
     if console.width >= TABLE_MIN_WIDTH:
@@ -80,8 +100,11 @@ def _tables(findings: list[Finding], console: Console, show_drift: bool) -> None
             text = Text(f.message)
             if f.suggestion:
                 text.append(f"\n→ {f.suggestion}", "dim")
-            row: list[Text | str] = [str(f.plugin.line or "") if f.plugin else "", f.code,
-                                     Text(f.severity.value, _STYLE[f.severity])]
+            row: list[Text | str] = [
+                str(f.plugin.line or "") if f.plugin else "",
+                f.code,
+                Text(f.severity.value, _STYLE[f.severity]),
+            ]
             if show_drift:
                 row.append(_drift_text(f))
             row += [text, f.upstream.render() if f.upstream else ""]
@@ -92,7 +115,9 @@ def _tables(findings: list[Finding], console: Console, show_drift: bool) -> None
 def _blocks(findings: list[Finding], console: Console, show_drift: bool) -> None:
     for f in findings:
         where = _path(f) + (f":{f.plugin.line}" if f.plugin and f.plugin.line else "")
-        head = Text.assemble((where, "bold"), " ", f.code, " ", (f.severity.value, _STYLE[f.severity]))
+        head = Text.assemble(
+            (where, "bold"), " ", f.code, " ", (f.severity.value, _STYLE[f.severity])
+        )
         if show_drift:
             head.append(" ")
             head.append_text(_drift_text(f))

@@ -31,17 +31,52 @@ ENGINE_CLASSES = frozenset({"LLM", "AsyncLLM", "LLMEngine", "AsyncLLMEngine"})
 # Feature -> vLLM API names (lower case) by which a test drives it. First the features the
 # risk rules know (see risks.RULES), then "memory", which only tests name.
 FEATURE_SIGNALS: dict[str, frozenset[str]] = {
-    "spec-decode": frozenset({"speculative_config", "num_speculative_tokens", "draft_model", "suffix",
-                              "eagle", "eagle3", "ngram", "medusa", "mtp", "drafter", "get_draft_model"}),
-    "sampling": frozenset({"logprobs", "prompt_logprobs", "top_p", "top_k", "min_p",
-                           "repetition_penalty", "presence_penalty", "frequency_penalty"}),
-    "attention": frozenset({"attention_backend", "vllm_attention_backend", "kv_cache_dtype", "block_size"}),
+    "spec-decode": frozenset(
+        {
+            "speculative_config",
+            "num_speculative_tokens",
+            "draft_model",
+            "suffix",
+            "eagle",
+            "eagle3",
+            "ngram",
+            "medusa",
+            "mtp",
+            "drafter",
+            "get_draft_model",
+        }
+    ),
+    "sampling": frozenset(
+        {
+            "logprobs",
+            "prompt_logprobs",
+            "top_p",
+            "top_k",
+            "min_p",
+            "repetition_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+        }
+    ),
+    "attention": frozenset(
+        {"attention_backend", "vllm_attention_backend", "kv_cache_dtype", "block_size"}
+    ),
     "model-runner": frozenset({"model_runner", "execute_model", "compilation_config"}),
-    "parallelism": frozenset({"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                              "distributed_executor_backend", "enable_expert_parallel"}),
-    "scheduling": frozenset({"enable_chunked_prefill", "async_scheduling", "scheduler_cls",
-                             "scheduling_policy"}),
-    "serving": frozenset({"openai", "asyncopenai", "api_server", "v1/completions", "v1/chat/completions"}),
+    "parallelism": frozenset(
+        {
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "data_parallel_size",
+            "distributed_executor_backend",
+            "enable_expert_parallel",
+        }
+    ),
+    "scheduling": frozenset(
+        {"enable_chunked_prefill", "async_scheduling", "scheduler_cls", "scheduling_policy"}
+    ),
+    "serving": frozenset(
+        {"openai", "asyncopenai", "api_server", "v1/completions", "v1/chat/completions"}
+    ),
     "engine": frozenset({"samplingparams", "generate", "add_request"}),
     "memory": frozenset({"sleep", "wake_up", "enable_sleep_mode", "reload_weights"}),
 }
@@ -79,11 +114,16 @@ class _Facts:
     """What the code reached from one test file says, gathered across its helpers."""
 
     builds: list[str] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)  # lower -> as written: identifiers, attributes, kwargs
-    values: dict[str, str] = field(default_factory=dict)  # lower -> as written: identifier-like strings
+    names: dict[str, str] = field(
+        default_factory=dict
+    )  # lower -> as written: identifiers, attributes, kwargs
+    values: dict[str, str] = field(
+        default_factory=dict
+    )  # lower -> as written: identifier-like strings
 
     def name(self, text: str) -> None:
         self.names.setdefault(text.lower(), text)
+
     seen: set[Path] = field(default_factory=set)
 
 
@@ -92,8 +132,12 @@ def _docstrings(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 ids.add(id(body[0].value))
     return ids
 
@@ -104,10 +148,17 @@ def _stdlib_bindings(tree: ast.AST) -> tuple[set[str], set[str]]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            modules.update(a.asname or a.name.split(".")[0] for a in node.names
-                           if a.name.split(".")[0] in sys.stdlib_module_names)
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
-                and node.module.split(".")[0] in sys.stdlib_module_names:
+            modules.update(
+                a.asname or a.name.split(".")[0]
+                for a in node.names
+                if a.name.split(".")[0] in sys.stdlib_module_names
+            )
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module
+            and node.module.split(".")[0] in sys.stdlib_module_names
+        ):
             names.update(a.asname or a.name for a in node.names)
     return modules, names
 
@@ -120,7 +171,11 @@ def _engine_call(node: ast.Call) -> str | None:
     if isinstance(func, ast.Attribute):
         if func.attr in ENGINE_CLASSES:
             return f"{func.attr}("
-        if isinstance(func.value, ast.Name) and func.value.id in ENGINE_CLASSES and func.attr.startswith("from_"):
+        if (
+            isinstance(func.value, ast.Name)
+            and func.value.id in ENGINE_CLASSES
+            and func.attr.startswith("from_")
+        ):
             return f"{func.value.id}.{func.attr}("
     return None
 
@@ -150,8 +205,9 @@ def _helper_paths(node: ast.Import | ast.ImportFrom, here: Path, root: Path) -> 
     return paths
 
 
-def _scan(source: str, where: str, here: Path, root: Path, tests_root: Path,
-          facts: _Facts, depth: int) -> None:
+def _scan(
+    source: str, where: str, here: Path, root: Path, tests_root: Path, facts: _Facts, depth: int
+) -> None:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -168,13 +224,16 @@ def _scan(source: str, where: str, here: Path, root: Path, tests_root: Path,
         elif isinstance(node, ast.Name) and node.id not in std_names:
             facts.name(node.id)
         elif isinstance(node, ast.Attribute) and not (
-                isinstance(node.value, ast.Name) and node.value.id in std_modules):
+            isinstance(node.value, ast.Name) and node.value.id in std_modules
+        ):
             facts.name(node.attr)
         elif isinstance(node, ast.keyword) and node.arg:
             facts.name(node.arg)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             helpers += _helper_paths(node, here, root)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+        ):
             text = node.value
             if _SERVE.search(text):
                 facts.builds.append(f"vllm serve in {where}")
@@ -218,6 +277,9 @@ def engine_use(path: Path, root: Path, tests_root: Path) -> EngineUse | None:
     if not facts.builds:
         return None
     found = facts.values | {k: v for k, v in facts.names.items() if k not in VALUE_ONLY}
-    features = tuple((name, tuple(sorted({found[k] for k in signals & found.keys()})))
-                     for name, signals in sorted(FEATURE_SIGNALS.items()) if signals & found.keys())
+    features = tuple(
+        (name, tuple(sorted({found[k] for k in signals & found.keys()})))
+        for name, signals in sorted(FEATURE_SIGNALS.items())
+        if signals & found.keys()
+    )
     return EngineUse(tuple(dict.fromkeys(facts.builds)), features or ((DEFAULT_FEATURE, ()),))

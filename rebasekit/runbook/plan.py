@@ -14,13 +14,23 @@ import shlex
 from dataclasses import dataclass, field
 
 from rebasekit.findings import Finding
-from rebasekit.runbook.serving import MODEL_PLACEHOLDER, serving_commands
 from rebasekit.runbook.risks import CPU, E2E, GPU, SERVING, SMOKE, Risk, classify
-from rebasekit.runbook.testmap import (Link, TestFile, merge_links, module_of, tests_for_module,
-                                       tests_for_symbol)
+from rebasekit.runbook.serving import MODEL_PLACEHOLDER, serving_commands
+from rebasekit.runbook.testmap import (
+    Link,
+    TestFile,
+    merge_links,
+    module_of,
+    tests_for_module,
+    tests_for_symbol,
+)
 
-TITLES = {SMOKE: "Smoke: import and plugin load", CPU: "CPU unit tests", GPU: "GPU unit tests",
-          SERVING: "Serving"}
+TITLES = {
+    SMOKE: "Smoke: import and plugin load",
+    CPU: "CPU unit tests",
+    GPU: "GPU unit tests",
+    SERVING: "Serving",
+}
 
 
 @dataclass(frozen=True)
@@ -90,18 +100,30 @@ def _smoke(settings: Settings) -> Phase:
     if settings.entry_point:
         name, _, target = settings.entry_point.partition("=")
         module, _, attr = target.partition(":")
-        commands.append(_with_env(settings, f'{settings.python} -c "from {module} import {attr}; {attr}()"'))
-        loader = ("from vllm.plugins import load_general_plugins; load_general_plugins()")
-        commands.append(_with_env(settings, f'{settings.python} -c "{loader}" 2>&1 | tee smoke.log',
-                                  {"VLLM_PLUGINS": name})
-                        + ' && ! grep -q "Failed to load plugin" smoke.log')
-    return Phase(SMOKE, TITLES[SMOKE], commands,
-                 "every command exits 0 without a traceback, and vLLM's loader logs no "
-                 "'Failed to load plugin' (vLLM only logs plugin import errors)")
+        commands.append(
+            _with_env(settings, f'{settings.python} -c "from {module} import {attr}; {attr}()"')
+        )
+        loader = "from vllm.plugins import load_general_plugins; load_general_plugins()"
+        commands.append(
+            _with_env(
+                settings,
+                f'{settings.python} -c "{loader}" 2>&1 | tee smoke.log',
+                {"VLLM_PLUGINS": name},
+            )
+            + ' && ! grep -q "Failed to load plugin" smoke.log'
+        )
+    return Phase(
+        SMOKE,
+        TITLES[SMOKE],
+        commands,
+        "every command exits 0 without a traceback, and vLLM's loader logs no "
+        "'Failed to load plugin' (vLLM only logs plugin import errors)",
+    )
 
 
-def build_phases(suite: list[TestFile], risks: list[Risk], settings: Settings,
-                 mapped: set[str]) -> list[Phase]:
+def build_phases(
+    suite: list[TestFile], risks: list[Risk], settings: Settings, mapped: set[str]
+) -> list[Phase]:
     """Phases in run order; ``mapped`` are the test files the change map points at."""
     cpu = [t.path for t in suite if not t.needs_gpu]
     gpu_unit = [t.path for t in suite if t.needs_gpu and not _is_e2e(t)]
@@ -113,35 +135,66 @@ def build_phases(suite: list[TestFile], risks: list[Risk], settings: Settings,
     serving_tests = e2e.pop("serving", [])
     first = [f for f in cpu if f in mapped]
     phases = [_smoke(settings)]
-    phases.append(Phase(CPU, TITLES[CPU],
-                        ([_pytest(settings, "not gpu", first)] if first else [])
-                        + [_pytest(settings, "not gpu", [])],
-                        "all selected tests pass (first the files the change map names, then the "
-                        "whole CPU suite); no test is skipped for an import error", first))
-    no_unit = ("every GPU test builds an engine; they run in the end-to-end phases"
-               if any(_is_e2e(t) for t in suite) else "the suite has no GPU tests")
-    phases.append(Phase(GPU, TITLES[GPU], [_pytest(settings, "gpu", gpu_unit)] if gpu_unit else [],
-                        "all GPU unit tests pass on one GPU", gpu_unit,
-                        gap=None if gpu_unit else no_unit))
+    phases.append(
+        Phase(
+            CPU,
+            TITLES[CPU],
+            ([_pytest(settings, "not gpu", first)] if first else [])
+            + [_pytest(settings, "not gpu", [])],
+            "all selected tests pass (first the files the change map names, then the "
+            "whole CPU suite); no test is skipped for an import error",
+            first,
+        )
+    )
+    no_unit = (
+        "every GPU test builds an engine; they run in the end-to-end phases"
+        if any(_is_e2e(t) for t in suite)
+        else "the suite has no GPU tests"
+    )
+    phases.append(
+        Phase(
+            GPU,
+            TITLES[GPU],
+            [_pytest(settings, "gpu", gpu_unit)] if gpu_unit else [],
+            "all GPU unit tests pass on one GPU",
+            gpu_unit,
+            gap=None if gpu_unit else no_unit,
+        )
+    )
     features = sorted(set(e2e) | {r.feature for r in risks if r.phase == E2E})
     for feature in features:
         tests = e2e.get(feature, [])
         files = [t.path for t in tests]
-        phases.append(Phase(
-            f"{E2E}:{feature}", f"End-to-end: {feature}",
-            [_pytest(settings, "gpu", files)] if files else [],
-            "generation completes and matches the reference outputs the tests compare against",
-            files, gap=None if files else f"no end-to-end test exercises {feature}; write one before trusting the rebase",
-            why={t.path: t.engine.describe(feature) for t in tests}))
+        phases.append(
+            Phase(
+                f"{E2E}:{feature}",
+                f"End-to-end: {feature}",
+                [_pytest(settings, "gpu", files)] if files else [],
+                "generation completes and matches the reference outputs the tests compare against",
+                files,
+                gap=None
+                if files
+                else f"no end-to-end test exercises {feature}; write one before trusting the rebase",
+                why={t.path: t.engine.describe(feature) for t in tests},
+            )
+        )
     serving_files = [t.path for t in serving_tests]
     if serving_files:
         serve, note = [_pytest(settings, "gpu", serving_files)], None
     else:
         serve, note = serving_commands(settings.model, _env_prefix(settings))
-    phases.append(Phase(SERVING, TITLES[SERVING], serve,
-                        "the server starts, the request returns HTTP 200 with generated text, "
-                        "and the server log shows the plugin loaded", serving_files,
-                        why={t.path: t.engine.describe(SERVING) for t in serving_tests}, note=note))
+    phases.append(
+        Phase(
+            SERVING,
+            TITLES[SERVING],
+            serve,
+            "the server starts, the request returns HTTP 200 with generated text, "
+            "and the server log shows the plugin loaded",
+            serving_files,
+            why={t.path: t.engine.describe(SERVING) for t in serving_tests},
+            note=note,
+        )
+    )
     by_key = {p.key: p for p in phases}
     for risk in risks:
         key = f"{E2E}:{risk.feature}" if risk.phase == E2E else risk.phase
@@ -149,8 +202,14 @@ def build_phases(suite: list[TestFile], risks: list[Risk], settings: Settings,
     return phases
 
 
-def build_runbook(old: str, new: str, findings: list[Finding], changed_files: list[str],
-                  suite: list[TestFile], settings: Settings) -> Runbook:
+def build_runbook(
+    old: str,
+    new: str,
+    findings: list[Finding],
+    changed_files: list[str],
+    suite: list[TestFile],
+    settings: Settings,
+) -> Runbook:
     """The whole plan: every changed file and finding mapped to tests, then the phases."""
     risks = [classify(f) for f in findings]
     changes: list[ChangeRow] = []
@@ -160,9 +219,15 @@ def build_runbook(old: str, new: str, findings: list[Finding], changed_files: li
     for risk in risks:
         f = risk.finding
         module_links = tests_for_module(module_of(f.plugin.path), suite) if f.plugin else []
-        symbol_links = tests_for_symbol(f.plugin.symbol, suite) if f.plugin and f.plugin.symbol else []
+        symbol_links = (
+            tests_for_symbol(f.plugin.symbol, suite) if f.plugin and f.plugin.symbol else []
+        )
         where = f.plugin.render() if f.plugin else (f.upstream.render() if f.upstream else "")
         phase = f"{E2E}:{risk.feature}" if risk.phase == E2E else risk.phase
-        changes.append(ChangeRow(f"{f.code} {where}", "finding", merge_links(symbol_links, module_links), phase))
+        changes.append(
+            ChangeRow(
+                f"{f.code} {where}", "finding", merge_links(symbol_links, module_links), phase
+            )
+        )
     mapped = {link.test for row in changes for link in row.links}
     return Runbook(old, new, findings, changes, build_phases(suite, risks, settings, mapped))

@@ -19,15 +19,19 @@ def read_pyproject(root: Path) -> dict:
     try:
         return strict_toml(path.read_text(encoding="utf-8"))
     except (UnreadablePin, UnicodeDecodeError) as exc:
-        raise InputError(f"{path} is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml") from None
+        raise InputError(
+            f"{path} is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml"
+        ) from None
 
 
 def plugin_name(data: dict, explicit: str | None) -> str:
     """The plugin's import name: ``--plugin``, else ``[tool.rebasekit] plugin``."""
     name = explicit or data.get("tool", {}).get("rebasekit", {}).get("plugin")
     if not isinstance(name, str) or not name:
-        raise InputError("no plugin package named",
-                         hint="pass --plugin NAME or set [tool.rebasekit] plugin = \"NAME\"")
+        raise InputError(
+            "no plugin package named",
+            hint='pass --plugin NAME or set [tool.rebasekit] plugin = "NAME"',
+        )
     return name
 
 
@@ -48,6 +52,8 @@ def changed_since(root: Path, ref: str, plugin: str) -> list[str]:
         commit = verify_commit(root, ref)  # never let a ref like --output=FILE reach git diff
         out = repo.git.diff("--name-only", commit, "--", plugin.replace(".", "/"))
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
-        raise InputError(f"cannot diff {root} against {ref!r}",
-                         hint="--changed-since needs a git checkout and an existing ref") from None
+        raise InputError(
+            f"cannot diff {root} against {ref!r}",
+            hint="--changed-since needs a git checkout and an existing ref",
+        ) from None
     return [line for line in out.splitlines() if line.endswith(".py")]

@@ -13,7 +13,9 @@ def _cell(text: str) -> str:
 def _links(row) -> str:
     if not row.links:
         return "**no test found**"
-    return "<br>".join(f"`{l.test}` ({l.reason}{', GPU' if l.gpu else ''})" for l in row.links)
+    return "<br>".join(
+        f"`{link.test}` ({link.reason}{', GPU' if link.gpu else ''})" for link in row.links
+    )
 
 
 def to_markdown(book: Runbook, command: str, results: dict[str, Result]) -> str:
@@ -38,8 +40,15 @@ def to_markdown(book: Runbook, command: str, results: dict[str, Result]) -> str:
     ]
     for row in book.changes:
         out.append(f"| {_cell(row.subject)} | {row.kind} | {row.phase or ''} | {_links(row)} |")
-    out += ["", "## Phases", "", "Run in order; stop at the first failing phase.", "",
-            "| # | phase | risks | result |", "|---|---|---|---|"]
+    out += [
+        "",
+        "## Phases",
+        "",
+        "Run in order; stop at the first failing phase.",
+        "",
+        "| # | phase | risks | result |",
+        "|---|---|---|---|",
+    ]
     for i, phase in enumerate(book.phases, 1):
         result = results[phase.key].render() if phase.key in results else "not run"
         out.append(f"| {i} | {phase.key} | {len(phase.risks)} | {_cell(result)} |")
@@ -61,8 +70,10 @@ def to_markdown(book: Runbook, command: str, results: dict[str, Result]) -> str:
             for risk in phase.risks:
                 f = risk.finding
                 where = f.plugin.render() if f.plugin else "-"
-                out.append(f"- `{f.code}` {_cell(where)}: {_cell(f.message)}. "
-                           f"Likely breaks at: {risk.step} ({risk.why}).")
+                out.append(
+                    f"- `{f.code}` {_cell(where)}: {_cell(f.message)}. "
+                    f"Likely breaks at: {risk.step} ({risk.why})."
+                )
         if phase.key in results:
             out += ["", f"Result: {results[phase.key].render()}"]
     return "\n".join(out) + "\n"

@@ -24,7 +24,9 @@ class Result:
     note: str = ""
 
     def render(self) -> str:
-        mark = {"pass": "✅ pass", "fail": "❌ fail", "skip": "⏭ skip", "blocked": "⛔ blocked"}[self.status]
+        mark = {"pass": "✅ pass", "fail": "❌ fail", "skip": "⏭ skip", "blocked": "⛔ blocked"}[
+            self.status
+        ]
         return f"{mark}: {self.note}" if self.note else mark
 
 
@@ -36,13 +38,24 @@ def parse_results(data: object, phase_keys: list[str], where: str) -> dict[str, 
     results: dict[str, Result] = {}
     for key, value in table.items():
         if key not in phase_keys:
-            raise InputError(f"{where}: no phase {key!r} in this runbook",
-                             hint="phases: " + ", ".join(phase_keys))
-        status, note = (value, "") if isinstance(value, str) else (
-            (value.get("status"), str(value.get("note", ""))) if isinstance(value, dict) else (None, ""))
+            raise InputError(
+                f"{where}: no phase {key!r} in this runbook",
+                hint="phases: " + ", ".join(phase_keys),
+            )
+        status, note = (
+            (value, "")
+            if isinstance(value, str)
+            else (
+                (value.get("status"), str(value.get("note", "")))
+                if isinstance(value, dict)
+                else (None, "")
+            )
+        )
         if status not in STATUSES:
-            raise InputError(f"{where}: phase {key!r} has status {status!r}",
-                             hint="use one of " + ", ".join(STATUSES))
+            raise InputError(
+                f"{where}: phase {key!r} has status {status!r}",
+                hint="use one of " + ", ".join(STATUSES),
+            )
         results[key] = Result(status, note)
     return results
 
@@ -53,8 +66,12 @@ def load_results(path: Path, phase_keys: list[str]) -> dict[str, Result]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         hint="save the results file as UTF-8 JSON") from None
+        raise InputError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            hint="save the results file as UTF-8 JSON",
+        ) from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON: {exc}", hint="fix the JSON of the results file") from None
+        raise InputError(
+            f"{path} is not valid JSON: {exc}", hint="fix the JSON of the results file"
+        ) from None
     return parse_results(data, phase_keys, str(path))

@@ -35,25 +35,78 @@ class StepRule:
 
 # First match wins; order from the most specific target to the most general.
 RULES: tuple[StepRule, ...] = (
-    StepRule(("propos", "spec_decode", "eagle", "medusa", "draft", "mtp", "suffix", "ngram"),
-             "spec-decode", E2E, "first speculative step: drafting and verifying proposed tokens"),
-    StepRule(("sampler", "sample", "logits", "lm_head", "rejection"),
-             "sampling", E2E, "first decode step: sampling from the logits"),
-    StepRule(("attention", "attn", "kv_cache", "flash", "backend"),
-             "attention", E2E, "first prefill: KV-cache allocation and the first attention write"),
-    StepRule(("_prepare_inputs", "execute_model", "model_runner", "gpu_model_runner",
-              "input_batch", "_update_states"),
-             "model-runner", E2E, "first prefill: the model runner prepares inputs and runs execute_model"),
-    StepRule(("parallel", "distributed", "tensor_parallel", "ulysses", "all_reduce", "worker"),
-             "parallelism", E2E, "worker start-up and the first collective of a multi-GPU run"),
-    StepRule(("scheduler", "schedule", "kv_cache_manager", "block_pool"),
-             "scheduling", E2E, "first schedule() call, before any forward pass"),
-    StepRule(("entrypoints", "openai", "serve", "api_server", "arg_utils", "engineargs",
-              "add_cli_args", "cli_args"),
-             "serving", SERVING, "server start-up: argument parsing and the first request"),
-    StepRule(("sampling_params", "input_processor", "engine_core", "enginecore", "engine/core", "llm_engine",
-              "processor"),
-             "engine", E2E, "first request: the engine front end validates and queues it"),
+    StepRule(
+        ("propos", "spec_decode", "eagle", "medusa", "draft", "mtp", "suffix", "ngram"),
+        "spec-decode",
+        E2E,
+        "first speculative step: drafting and verifying proposed tokens",
+    ),
+    StepRule(
+        ("sampler", "sample", "logits", "lm_head", "rejection"),
+        "sampling",
+        E2E,
+        "first decode step: sampling from the logits",
+    ),
+    StepRule(
+        ("attention", "attn", "kv_cache", "flash", "backend"),
+        "attention",
+        E2E,
+        "first prefill: KV-cache allocation and the first attention write",
+    ),
+    StepRule(
+        (
+            "_prepare_inputs",
+            "execute_model",
+            "model_runner",
+            "gpu_model_runner",
+            "input_batch",
+            "_update_states",
+        ),
+        "model-runner",
+        E2E,
+        "first prefill: the model runner prepares inputs and runs execute_model",
+    ),
+    StepRule(
+        ("parallel", "distributed", "tensor_parallel", "ulysses", "all_reduce", "worker"),
+        "parallelism",
+        E2E,
+        "worker start-up and the first collective of a multi-GPU run",
+    ),
+    StepRule(
+        ("scheduler", "schedule", "kv_cache_manager", "block_pool"),
+        "scheduling",
+        E2E,
+        "first schedule() call, before any forward pass",
+    ),
+    StepRule(
+        (
+            "entrypoints",
+            "openai",
+            "serve",
+            "api_server",
+            "arg_utils",
+            "engineargs",
+            "add_cli_args",
+            "cli_args",
+        ),
+        "serving",
+        SERVING,
+        "server start-up: argument parsing and the first request",
+    ),
+    StepRule(
+        (
+            "sampling_params",
+            "input_processor",
+            "engine_core",
+            "enginecore",
+            "engine/core",
+            "llm_engine",
+            "processor",
+        ),
+        "engine",
+        E2E,
+        "first request: the engine front end validates and queues it",
+    ),
 )
 
 
@@ -83,12 +136,26 @@ def classify(finding: Finding) -> Risk:
     rule = next((r for r in RULES if any(k in text for k in r.keywords)), None)
     feature = rule.feature if rule else "general"
     if finding.code in LOAD_TIME_CODES:
-        return Risk(finding, SMOKE, feature,
-                    "plugin import / patch application, before vLLM builds an engine",
-                    f"{finding.code} fails when the plugin module is imported or its patch is applied")
+        return Risk(
+            finding,
+            SMOKE,
+            feature,
+            "plugin import / patch application, before vLLM builds an engine",
+            f"{finding.code} fails when the plugin module is imported or its patch is applied",
+        )
     if rule is None:
-        return Risk(finding, CPU, feature, "the first call of the patched code",
-                    f"{finding.code} has no runtime target the rules recognise; "
-                    "unit tests of the file are the first place it can show")
-    return Risk(finding, rule.phase, feature, rule.step,
-                f"{finding.code} touches {', '.join(k for k in rule.keywords if k in text)}")
+        return Risk(
+            finding,
+            CPU,
+            feature,
+            "the first call of the patched code",
+            f"{finding.code} has no runtime target the rules recognise; "
+            "unit tests of the file are the first place it can show",
+        )
+    return Risk(
+        finding,
+        rule.phase,
+        feature,
+        rule.step,
+        f"{finding.code} touches {', '.join(k for k in rule.keywords if k in text)}",
+    )

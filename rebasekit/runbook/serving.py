@@ -41,9 +41,11 @@ def serving_commands(model: str, env_prefix: str) -> tuple[list[str], str | None
         served = f'"${name}"'
         body = _double_quoted(_request(f"${name}"))
         guard = [f': "${{{name}:?set {name} to a local model directory on the GPU machine}}"']
-        note = (f"`${name}` is a placeholder: set `{name}` to a model directory on the GPU "
-                "machine first (the GPU machines are offline, so a hub id will not download), "
-                "or generate the runbook with `--model PATH`")
+        note = (
+            f"`${name}` is a placeholder: set `{name}` to a model directory on the GPU "
+            "machine first (the GPU machines are offline, so a hub id will not download), "
+            "or generate the runbook with `--model PATH`"
+        )
     else:
         served = shlex.quote(model)
         body = shlex.quote(_request(model))

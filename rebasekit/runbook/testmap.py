@@ -47,8 +47,11 @@ def _marker_names(node: ast.expr) -> set[str]:
     """``pytest.mark.gpu`` / ``pytest.mark.gpu(...)`` / lists of them -> {"gpu"}."""
     found: set[str] = set()
     for sub in ast.walk(node):
-        if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute)
-                and sub.value.attr == "mark"):
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Attribute)
+            and sub.value.attr == "mark"
+        ):
             found.add(sub.attr)
     return found
 
@@ -63,8 +66,9 @@ def parse_test_file(path: Path, rel: str, plugin: str) -> TestFile:
     prefix = plugin + "."
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            info.modules.update(a.name for a in node.names
-                                if a.name == plugin or a.name.startswith(prefix))
+            info.modules.update(
+                a.name for a in node.names if a.name == plugin or a.name.startswith(prefix)
+            )
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             if node.module == plugin or node.module.startswith(prefix):
                 info.modules.add(node.module)
@@ -81,7 +85,8 @@ def parse_test_file(path: Path, rel: str, plugin: str) -> TestFile:
             if node.name.startswith(("test", "Test")):
                 info.tests.append(node.name)
         elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
             info.markers |= _marker_names(node.value)
     return info
 
@@ -90,18 +95,23 @@ def scan_tests(root: Path, tests_dir: str, plugin: str) -> list[TestFile]:
     """Every ``test_*.py`` / ``*_test.py`` under ``root/tests_dir``, in path order."""
     base = root / tests_dir
     if not base.is_dir():
-        raise InputError(f"--tests {tests_dir}: no such folder under {root}",
-                         hint="pass --tests with the project's test folder (relative to --project)")
-    files = sorted(p for p in base.rglob("*.py")
-                   if p.name.startswith("test_") or p.name.endswith("_test.py"))
+        raise InputError(
+            f"--tests {tests_dir}: no such folder under {root}",
+            hint="pass --tests with the project's test folder (relative to --project)",
+        )
+    files = sorted(
+        p for p in base.rglob("*.py") if p.name.startswith("test_") or p.name.endswith("_test.py")
+    )
     suite = []
     for path in files:
         info = parse_test_file(path, path.relative_to(root).as_posix(), plugin)
         info.engine = engine_use(path, root, base)
         suite.append(info)
     if not suite:
-        raise InputError(f"--tests {tests_dir}: no test_*.py or *_test.py file under {base}",
-                         hint="pass --tests with the folder that holds the project's tests")
+        raise InputError(
+            f"--tests {tests_dir}: no test_*.py or *_test.py file under {base}",
+            hint="pass --tests with the folder that holds the project's tests",
+        )
     return suite
 
 
@@ -133,7 +143,9 @@ def tests_for_module(module: str, suite: list[TestFile]) -> list[Link]:
             reason = "imports " + module
         elif any(_touches(module, s) for s in tf.strings):
             reason = "names " + module + " in a string"
-        elif leaf != "__init__" and (tf.stem == f"test_{leaf}" or tf.stem.startswith(f"test_{leaf}_")):
+        elif leaf != "__init__" and (
+            tf.stem == f"test_{leaf}" or tf.stem.startswith(f"test_{leaf}_")
+        ):
             reason = f"named after {leaf}"
         else:
             continue

@@ -16,7 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rebasekit.degradation import Degradation
-from rebasekit.sourcefile import MAX_SOURCE_BYTES, SkippedFile, decode_source, read_source_bytes, source_problem
+from rebasekit.sourcefile import (
+    MAX_SOURCE_BYTES,
+    SkippedFile,
+    decode_source,
+    read_source_bytes,
+    source_problem,
+)
 
 _VERSION_RE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", re.M)
 
@@ -71,7 +77,11 @@ class UpstreamTree(ABC):
         return self.exists(modname.replace(".", "/") + "/__init__.py")
 
     def _version_from_sources(self) -> str | None:
-        for rel in (f"{self.package}/_version.py", f"{self.package}/version.py", f"{self.package}/__init__.py"):
+        for rel in (
+            f"{self.package}/_version.py",
+            f"{self.package}/version.py",
+            f"{self.package}/__init__.py",
+        ):
             if self.exists(rel):
                 match = _VERSION_RE.search(self.read_text(rel))
                 if match:
@@ -85,8 +95,16 @@ class UpstreamTree(ABC):
 class FolderTree(UpstreamTree):
     """A tree on disk; ``root`` contains the package folder."""
 
-    def __init__(self, root: Path, package: str, version: str | None = None, label: str | None = None,
-                 *, files: list[str] | None = None, fingerprint: str | None = None):
+    def __init__(
+        self,
+        root: Path,
+        package: str,
+        version: str | None = None,
+        label: str | None = None,
+        *,
+        files: list[str] | None = None,
+        fingerprint: str | None = None,
+    ):
         self.root = root
         self.package = package
         self.label = label or str(root / package)
@@ -180,7 +198,9 @@ class GitTree(UpstreamTree):
         self.package = package
         self.label = f"{repo_path}@{ref}"
         self._blobs: dict[str, object] = {}
-        self._skipped: dict[str, str] = {}  # relpath -> why it is not read (its names stay unknowable)
+        self._skipped: dict[
+            str, str
+        ] = {}  # relpath -> why it is not read (its names stay unknowable)
         self.degradations = []
         try:
             pkg_tree = commit.tree / package
@@ -205,7 +225,9 @@ class GitTree(UpstreamTree):
                 if item.path.endswith(".py"):
                     self._skip(item.path, "a symlink in the git tree")
             elif item.size > MAX_SOURCE_BYTES and item.path.endswith(".py"):
-                self._skip(item.path, f"larger than the {MAX_SOURCE_BYTES // (1024 * 1024)} MiB size cap")
+                self._skip(
+                    item.path, f"larger than the {MAX_SOURCE_BYTES // (1024 * 1024)} MiB size cap"
+                )
             else:
                 self._blobs[item.path] = item
 
@@ -243,5 +265,7 @@ class GitTree(UpstreamTree):
 def _corrupt(label: str, relpath: str, exc: BaseException):
     from rebasekit.errors import GitRefError
 
-    return GitRefError(f"{label}: cannot read {relpath} from git ({type(exc).__name__}: {exc})",
-                       hint="the repository's object store is damaged: run `git fsck` there, or re-clone it")
+    return GitRefError(
+        f"{label}: cannot read {relpath} from git ({type(exc).__name__}: {exc})",
+        hint="the repository's object store is damaged: run `git fsck` there, or re-clone it",
+    )

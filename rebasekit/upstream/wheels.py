@@ -32,7 +32,13 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from rebasekit.errors import CacheError, DownloadError, InputError, NetworkError, UnknownVersionError
+from rebasekit.errors import (
+    CacheError,
+    DownloadError,
+    InputError,
+    NetworkError,
+    UnknownVersionError,
+)
 from rebasekit.paths import trees_dir
 from rebasekit.upstream.tree import FolderTree
 
@@ -82,12 +88,20 @@ def version_tree(version: str, package: str = "vllm") -> FolderTree:
         if not dest.exists():
             _materialise(package, version, dest)
     except OSError as exc:
-        raise CacheError(f"cannot use the cache folder {dest.parent}: {exc.strerror or exc}",
-                         hint="make it a writable folder, or point REBASEKIT_CACHE_DIR at one") from None
+        raise CacheError(
+            f"cannot use the cache folder {dest.parent}: {exc.strerror or exc}",
+            hint="make it a writable folder, or point REBASEKIT_CACHE_DIR at one",
+        ) from None
     manifest = verify(dest)
     py_files = [f for f in manifest["files"] if f.startswith(package + "/") and f.endswith(".py")]
-    return FolderTree(dest, package, version=version, label=f"{package}=={version}",
-                      files=py_files, fingerprint=manifest["sha256"])
+    return FolderTree(
+        dest,
+        package,
+        version=version,
+        label=f"{package}=={version}",
+        files=py_files,
+        fingerprint=manifest["sha256"],
+    )
 
 
 def _stale_format(dest: Path) -> bool:
@@ -125,22 +139,27 @@ def verify(dest: Path) -> dict:
         except FileNotFoundError:
             raise CacheError(f"cached tree {dest} is partial: {rel} is missing", hint=fix) from None
         except OSError as exc:
-            raise CacheError(f"cached tree {dest} is corrupt: {rel} cannot be read ({exc.strerror})",
-                             hint=fix) from None
+            raise CacheError(
+                f"cached tree {dest} is corrupt: {rel} cannot be read ({exc.strerror})", hint=fix
+            ) from None
         file_digest = hashlib.sha256(data)
         if file_digest.hexdigest() != files[rel]:
-            raise CacheError(f"cached tree {dest} is corrupt: {rel} changed (its hash differs from the manifest)",
-                             hint=fix)
+            raise CacheError(
+                f"cached tree {dest} is corrupt: {rel} changed (its hash differs from the manifest)",
+                hint=fix,
+            )
         digest.update(rel.encode() + b"\0" + file_digest.digest())
     if digest.hexdigest() != tree_digest:
-        raise CacheError(f"cached tree {dest} is corrupt (the tree digest differs from the manifest)", hint=fix)
+        raise CacheError(
+            f"cached tree {dest} is corrupt (the tree digest differs from the manifest)", hint=fix
+        )
     return manifest
 
 
 def clean_stale_scratch(folder: Path) -> None:
     """Remove scratch folders whose downloading process is gone (killed mid-download)."""
     for scratch in folder.glob(SCRATCH_PREFIX + "*"):
-        pid_text = scratch.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        pid_text = scratch.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
         if not pid_text.isdigit() or not _alive(int(pid_text)):
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -175,8 +194,12 @@ def _terminate_unwinds() -> Iterator[None]:
 def _materialise(package: str, version: str, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_scratch(dest.parent)
-    with _terminate_unwinds(), \
-            tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=dest.parent) as scratch:
+    with (
+        _terminate_unwinds(),
+        tempfile.TemporaryDirectory(
+            prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=dest.parent
+        ) as scratch,
+    ):
         wheel = _download(package, version, Path(scratch) / "wheel")
         staging = Path(scratch) / "tree"
         _extract(wheel, staging, package)
@@ -189,8 +212,17 @@ def _materialise(package: str, version: str, dest: Path) -> None:
 
 def _download(package: str, version: str, into: Path) -> Path:
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--quiet", "--dest", str(into), f"{package}=={version}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--dest",
+        str(into),
+        f"{package}=={version}",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
@@ -204,7 +236,7 @@ def _download(package: str, version: str, into: Path) -> Path:
                 f"cannot reach the package registry to download {package}=={version} "
                 f"(no {package} release could be listed)",
                 hint="connect to the network (pip honours PIP_INDEX_URL and its config), or pass a "
-                     "local tree with --vllm PATH / --vllm-git REPO@REF",
+                "local tree with --vllm PATH / --vllm-git REPO@REF",
             )
         if any(marker in output for marker in _NO_VERSION):
             raise UnknownVersionError(
@@ -212,12 +244,16 @@ def _download(package: str, version: str, into: Path) -> Path:
                 hint=f"check the version (pip index versions {package}) or pass --vllm PATH",
             )
         tail = "\n".join(output.strip().splitlines()[-5:])
-        raise DownloadError(f"pip download of {package}=={version} failed:\n{tail}",
-                            hint="run the pip command by hand to see the full error")
+        raise DownloadError(
+            f"pip download of {package}=={version} failed:\n{tail}",
+            hint="run the pip command by hand to see the full error",
+        )
     wheels = sorted(into.glob("*.whl"))
     if not wheels:
-        raise DownloadError(f"pip download of {package}=={version} produced no wheel",
-                            hint="the release may ship only a source archive; pass --vllm PATH")
+        raise DownloadError(
+            f"pip download of {package}=={version} produced no wheel",
+            hint="the release may ship only a source archive; pass --vllm PATH",
+        )
     return wheels[0]
 
 
@@ -230,7 +266,9 @@ def _extract(wheel: Path, staging: Path, package: str) -> None:
         with zipfile.ZipFile(wheel) as zf:
             for info in sorted(zf.infolist(), key=lambda i: i.filename):
                 name = info.filename
-                wanted = (name.startswith(package + "/") and name.endswith(".py")) or meta_re.match(name)
+                wanted = (name.startswith(package + "/") and name.endswith(".py")) or meta_re.match(
+                    name
+                )
                 if not wanted or info.is_dir() or ".." in name.split("/"):
                     continue
                 data = zf.read(info)
@@ -242,11 +280,21 @@ def _extract(wheel: Path, staging: Path, package: str) -> None:
                 total += len(data)
                 digest.update(name.encode() + b"\0" + file_digest.digest())
     except zipfile.BadZipFile as exc:
-        raise DownloadError(f"{wheel.name} is not a valid wheel", hint="delete pip's cache and retry") from exc
+        raise DownloadError(
+            f"{wheel.name} is not a valid wheel", hint="delete pip's cache and retry"
+        ) from exc
     if not any(f.startswith(package + "/") for f in files):
         shutil.rmtree(staging, ignore_errors=True)
-        raise DownloadError(f"{wheel.name} contains no '{package}' package",
-                            hint=f"the wheel must hold a top-level '{package}' folder; or pass --vllm PATH to a source folder")
-    manifest = {"format": MANIFEST_FORMAT, "wheel": wheel.name, "count": len(files),
-                "bytes": total, "sha256": digest.hexdigest(), "files": files}
+        raise DownloadError(
+            f"{wheel.name} contains no '{package}' package",
+            hint=f"the wheel must hold a top-level '{package}' folder; or pass --vllm PATH to a source folder",
+        )
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "wheel": wheel.name,
+        "count": len(files),
+        "bytes": total,
+        "sha256": digest.hexdigest(),
+        "files": files,
+    }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))

@@ -15,6 +15,7 @@ BLOCK_SIZE = 16
 
 
 def make_scheduler(model_dir: Path, *, num_blocks: int = 4096, max_num_seqs: int = 256):
+    import torch
     from vllm.config import (
         CacheConfig,
         DeviceConfig,
@@ -33,8 +34,6 @@ def make_scheduler(model_dir: Path, *, num_blocks: int = 4096, max_num_seqs: int
     )
     from vllm.v1.structured_output import StructuredOutputManager
 
-    import torch
-
     model = ModelConfig(model=str(model_dir), skip_tokenizer_init=True, max_model_len=8192)
     config = VllmConfig(
         model_config=model,
@@ -48,10 +47,14 @@ def make_scheduler(model_dir: Path, *, num_blocks: int = 4096, max_num_seqs: int
         ),
         device_config=DeviceConfig(device="cpu"),
     )
-    spec = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=2, head_size=16, dtype=torch.float16)
+    spec = FullAttentionSpec(
+        block_size=BLOCK_SIZE, num_kv_heads=2, head_size=16, dtype=torch.float16
+    )
     kv_config = KVCacheConfig(
         num_blocks=num_blocks,
-        kv_cache_tensors=[KVCacheTensor(size=spec.page_size_bytes * num_blocks, shared_by=["layer0"])],
+        kv_cache_tensors=[
+            KVCacheTensor(size=spec.page_size_bytes * num_blocks, shared_by=["layer0"])
+        ],
         kv_cache_groups=[KVCacheGroupSpec(["layer0"], spec)],
     )
     config.cache_config.num_gpu_blocks = num_blocks

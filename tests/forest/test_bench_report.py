@@ -17,20 +17,39 @@ def _run(rep, config, tps):
 
 
 def test_ratios_are_taken_within_each_repetition():
-    runs = [_run(0, "flash", 100.0), _run(0, "forest", 150.0), _run(1, "flash", 110.0),
-            _run(1, "forest", 121.0), _run(2, "flash", 90.0), _run(2, "forest", 108.0)]
+    runs = [
+        _run(0, "flash", 100.0),
+        _run(0, "forest", 150.0),
+        _run(1, "flash", 110.0),
+        _run(1, "forest", 121.0),
+        _run(2, "flash", 90.0),
+        _run(2, "forest", 108.0),
+    ]
     summary = forest_speed.summarize(runs, model="unused")
     entry = summary["workloads"]["noshare"]
     assert entry["forest"] == {"median": 121.0, "min": 108.0, "max": 150.0, "n": 3}
     assert entry["forest_vs_flash"]["median"] == pytest.approx(1.2)  # 1.5, 1.1, 1.2
-    assert (entry["forest_vs_flash"]["min"], entry["forest_vs_flash"]["max"]) == pytest.approx((1.1, 1.5))
+    assert (entry["forest_vs_flash"]["min"], entry["forest_vs_flash"]["max"]) == pytest.approx(
+        (1.1, 1.5)
+    )
     assert "cascade" not in entry
-    assert "| noshare | 100 (90-110) | - | 121 (108-150) | - | x1.20 (1.10-1.50) |" in forest_speed.markdown(summary)
+    assert (
+        "| noshare | 100 (90-110) | - | 121 (108-150) | - | x1.20 (1.10-1.50) |"
+        in forest_speed.markdown(summary)
+    )
 
 
 def test_forest_reads_each_prompt_once_per_group(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps(
-        {"num_hidden_layers": 1, "num_key_value_heads": 1, "hidden_size": 64, "num_attention_heads": 1}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 1,
+                "num_key_value_heads": 1,
+                "hidden_size": 64,
+                "num_attention_heads": 1,
+            }
+        )
+    )
     per_token = 1 * 2 * 1 * 64 * 2
     flash = forest_speed.kv_bytes_per_step(str(tmp_path), "flash") / per_token
     forest = forest_speed.kv_bytes_per_step(str(tmp_path), "forest") / per_token

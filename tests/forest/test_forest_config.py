@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from forest_env import cpu_config
 
 from arctic_inference.vllm.attention.forest_config import (
     FOREST_CASCADE_ATTN_CONFIGS,
@@ -12,7 +13,6 @@ from arctic_inference.vllm.attention.forest_config import (
     forest_config_for,
     parse_forest_config,
 )
-from forest_env import cpu_config
 
 
 def test_defaults_are_the_documented_ones():
@@ -36,19 +36,30 @@ def test_unknown_key_names_the_key_and_the_known_ones():
         parse_forest_config('{"min_group": 3}')
     text = str(err.value)
     assert "'min_group'" in text
-    for key in ("max_query_len", "min_group_size", "min_additional_prefix_blocks",
-                "min_non_singleton_fraction", "max_non_singleton_groups"):
+    for key in (
+        "max_query_len",
+        "min_group_size",
+        "min_additional_prefix_blocks",
+        "min_non_singleton_fraction",
+        "max_non_singleton_groups",
+    ):
         assert key in text
 
 
-@pytest.mark.parametrize("raw, words", [
-    ("{min_group_size: 2}", "not valid JSON"),
-    ("[1, 2]", "must be a JSON object"),
-    ('{"min_group_size": 1}', "min_group_size must be an integer >= 2"),
-    ('{"max_query_len": 0}', "max_query_len must be an integer >= 1"),
-    ('{"max_query_len": true}', "max_query_len must be an integer >= 1"),
-    ('{"min_non_singleton_fraction": 1.5}', "min_non_singleton_fraction must be a number in [0, 1]"),
-])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        ("{min_group_size: 2}", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"min_group_size": 1}', "min_group_size must be an integer >= 2"),
+        ('{"max_query_len": 0}', "max_query_len must be an integer >= 1"),
+        ('{"max_query_len": true}', "max_query_len must be an integer >= 1"),
+        (
+            '{"min_non_singleton_fraction": 1.5}',
+            "min_non_singleton_fraction must be a number in [0, 1]",
+        ),
+    ],
+)
 def test_bad_values_are_clear_errors(raw, words):
     with pytest.raises(ValueError, match=None) as err:
         parse_forest_config(raw)
@@ -115,18 +126,27 @@ def test_cli_flag_with_unknown_key_fails_at_parse_time(engine_args_patched, caps
 
 
 def test_engine_config_refuses_a_bad_additional_config(engine_args_patched, tiny_llama_dir):
-    from arctic_inference.vllm.args_patch import land_arctic_values
     from vllm.engine.arg_utils import EngineArgs
 
-    good = EngineArgs(model=str(tiny_llama_dir),
-                      additional_config={"arctic": {"forest_cascade_attn_configs": '{"max_query_len": 8}'}})
+    from arctic_inference.vllm.args_patch import land_arctic_values
+
+    good = EngineArgs(
+        model=str(tiny_llama_dir),
+        additional_config={"arctic": {"forest_cascade_attn_configs": '{"max_query_len": 8}'}},
+    )
     values = land_arctic_values(good)
-    assert parse_forest_config(values["forest_cascade_attn_configs"]) == ForestConfig(max_query_len=8)
-    bad = EngineArgs(model=str(tiny_llama_dir),
-                     additional_config={"arctic": {"forest_cascade_attn_configs": '{"max_query_len": 8,'}})
+    assert parse_forest_config(values["forest_cascade_attn_configs"]) == ForestConfig(
+        max_query_len=8
+    )
+    bad = EngineArgs(
+        model=str(tiny_llama_dir),
+        additional_config={"arctic": {"forest_cascade_attn_configs": '{"max_query_len": 8,'}},
+    )
     with pytest.raises(ValueError, match="not valid JSON"):
         land_arctic_values(bad)
-    as_dict = EngineArgs(model=str(tiny_llama_dir),
-                         additional_config={"arctic": {"forest_cascade_attn_configs": {"max_query_len": 8}}})
+    as_dict = EngineArgs(
+        model=str(tiny_llama_dir),
+        additional_config={"arctic": {"forest_cascade_attn_configs": {"max_query_len": 8}}},
+    )
     with pytest.raises(ValueError, match="expected a string"):
         land_arctic_values(as_dict)

@@ -25,24 +25,32 @@ HEADS, KV_HEADS, HEAD = 4, 2, 16
 
 
 def _fork_backend():
-    from vllm.config import set_current_vllm_config
-
     from forest_env import cpu_config
+    from vllm.config import set_current_vllm_config
 
     with set_current_vllm_config(cpu_config()):
         from arctic_inference.vllm.attention.flash_attn_fork import ForestFlashAttentionBackend
     return ForestFlashAttentionBackend
 
 
-def _paged_batch(rng: np.random.Generator, groups: list[tuple[int, int]], singles: int,
-                 own_tokens: tuple[int, int], query_lens: list[int] | None = None):
+def _paged_batch(
+    rng: np.random.Generator,
+    groups: list[tuple[int, int]],
+    singles: int,
+    own_tokens: tuple[int, int],
+    query_lens: list[int] | None = None,
+):
     """A batch of requests in shuffled order over shuffled physical blocks.
 
     ``groups``: (members, shared tokens) per group (shared tokens block-aligned); each
     request then has ``own_tokens`` (a range) of its own KV, the last ``query_len`` of
     which are this step's queries.
     """
-    from arctic_inference.vllm.attention.kv_layout import allocate_kv_cache, split_kv_cache, kv_cache_layout
+    from arctic_inference.vllm.attention.kv_layout import (
+        allocate_kv_cache,
+        kv_cache_layout,
+        split_kv_cache,
+    )
 
     requests = []  # (shared group id or None, shared tokens, own tokens)
     for gid, (members, shared) in enumerate(groups):
@@ -55,21 +63,29 @@ def _paged_batch(rng: np.random.Generator, groups: list[tuple[int, int]], single
     seq_lens = [shared + own for _, shared, own in requests]
     need = sum(-(-s // BLOCK) for s in seq_lens) + sum(shared // BLOCK for _, shared in groups) + 4
     physical = iter(rng.permutation(np.arange(1, need + 1)).tolist())
-    shared_blocks = {gid: [next(physical) for _ in range(shared // BLOCK)] for gid, (_, shared) in enumerate(groups)}
+    shared_blocks = {
+        gid: [next(physical) for _ in range(shared // BLOCK)]
+        for gid, (_, shared) in enumerate(groups)
+    }
     width = max(-(-s // BLOCK) for s in seq_lens) + 2
     table = np.zeros((len(requests), width), dtype=np.int32)
-    for i, (gid, shared, own) in enumerate(requests):
+    for i, (gid, _shared, _own) in enumerate(requests):
         blocks = list(shared_blocks[gid]) if gid is not None else []
         blocks += [next(physical) for _ in range(-(-seq_lens[i] // BLOCK) - len(blocks))]
         table[i, : len(blocks)] = blocks
-    from vllm.config import set_current_vllm_config
-
     from forest_env import cpu_config
+    from vllm.config import set_current_vllm_config
 
     backend = _fork_backend()
     with set_current_vllm_config(cpu_config()):  # the layout reads the current config
-        kv = allocate_kv_cache(backend, num_blocks=need + 2, block_size=BLOCK, num_kv_heads=KV_HEADS,
-                               head_size=HEAD, dtype=torch.float32)
+        kv = allocate_kv_cache(
+            backend,
+            num_blocks=need + 2,
+            block_size=BLOCK,
+            num_kv_heads=KV_HEADS,
+            head_size=HEAD,
+            dtype=torch.float32,
+        )
         layout = kv_cache_layout(backend)
     kv.copy_(torch.from_numpy(rng.standard_normal(tuple(kv.shape)).astype(np.float32)))
     key, value = split_kv_cache(kv, layout, HEAD)
@@ -77,16 +93,30 @@ def _paged_batch(rng: np.random.Generator, groups: list[tuple[int, int]], single
     qsl[1:] = np.cumsum(query_lens)
     query = torch.from_numpy(rng.standard_normal((int(qsl[-1]), HEADS, HEAD)).astype(np.float32))
     computed = np.asarray(seq_lens) - np.asarray(query_lens)
-    return dict(table=table, key=key, value=value, qsl=qsl, query=query,
-                seq_lens=np.asarray(seq_lens), computed=computed, requests=requests)
+    return dict(
+        table=table,
+        key=key,
+        value=value,
+        qsl=qsl,
+        query=query,
+        seq_lens=np.asarray(seq_lens),
+        computed=computed,
+        requests=requests,
+    )
 
 
 def _plain_attention(batch, scale):
     return reference_varlen_attention(
-        q=batch["query"], k=batch["key"], v=batch["value"],
-        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(), max_seqlen_q=int(np.diff(batch["qsl"]).max()),
-        seqused_k=torch.from_numpy(batch["seq_lens"]).int(), max_seqlen_k=int(batch["seq_lens"].max()),
-        softmax_scale=scale, causal=True, block_table=torch.from_numpy(batch["table"]),
+        q=batch["query"],
+        k=batch["key"],
+        v=batch["value"],
+        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(),
+        max_seqlen_q=int(np.diff(batch["qsl"]).max()),
+        seqused_k=torch.from_numpy(batch["seq_lens"]).int(),
+        max_seqlen_k=int(batch["seq_lens"].max()),
+        softmax_scale=scale,
+        causal=True,
+        block_table=torch.from_numpy(batch["table"]),
     )
 
 
@@ -94,34 +124,59 @@ def _forest(batch, scale, config=ForestConfig(), softcap=0.0):
     grouping = find_prefix_groups(batch["table"], batch["computed"], BLOCK, config)
     assert grouping is not None
     plan = build_forest_plan(
-        grouping, query_start_loc_cpu=batch["qsl"], block_table_cpu=batch["table"],
-        block_table=torch.from_numpy(batch["table"]), seq_lens=torch.from_numpy(batch["seq_lens"]).int(),
-        max_seq_len=int(batch["seq_lens"].max()), block_size=BLOCK,
+        grouping,
+        query_start_loc_cpu=batch["qsl"],
+        block_table_cpu=batch["table"],
+        block_table=torch.from_numpy(batch["table"]),
+        seq_lens=torch.from_numpy(batch["seq_lens"]).int(),
+        max_seq_len=int(batch["seq_lens"].max()),
+        block_size=BLOCK,
     )
     out = torch.full_like(batch["query"], float("nan"))
     forest_attention(
-        output=out, query=batch["query"], key_cache=batch["key"], value_cache=batch["value"], plan=plan,
-        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(), max_query_len=int(np.diff(batch["qsl"]).max()),
-        softmax_scale=scale, softcap=softcap,
-        attn_fn=reference_varlen_attention, merge_fn=reference_merge_attn_states,
+        output=out,
+        query=batch["query"],
+        key_cache=batch["key"],
+        value_cache=batch["value"],
+        plan=plan,
+        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(),
+        max_query_len=int(np.diff(batch["qsl"]).max()),
+        softmax_scale=scale,
+        softcap=softcap,
+        attn_fn=reference_varlen_attention,
+        merge_fn=reference_merge_attn_states,
     )
     return out, grouping
 
 
 def test_reference_attention_matches_torch_sdpa():
     rng = np.random.default_rng(1)
-    batch = _paged_batch(rng, groups=[(3, 32)], singles=1, own_tokens=(5, 30), query_lens=[3, 1, 2, 4])
-    scale = HEAD ** -0.5
+    batch = _paged_batch(
+        rng, groups=[(3, 32)], singles=1, own_tokens=(5, 30), query_lens=[3, 1, 2, 4]
+    )
+    scale = HEAD**-0.5
     ours = _plain_attention(batch, scale)
     for i in range(len(batch["requests"])):
         n = int(batch["seq_lens"][i])
         blocks = torch.from_numpy(batch["table"][i, : -(-n // BLOCK)]).long()
-        k = batch["key"][blocks].reshape(-1, KV_HEADS, HEAD)[:n].repeat_interleave(2, 1).transpose(0, 1)
-        v = batch["value"][blocks].reshape(-1, KV_HEADS, HEAD)[:n].repeat_interleave(2, 1).transpose(0, 1)
+        k = (
+            batch["key"][blocks]
+            .reshape(-1, KV_HEADS, HEAD)[:n]
+            .repeat_interleave(2, 1)
+            .transpose(0, 1)
+        )
+        v = (
+            batch["value"][blocks]
+            .reshape(-1, KV_HEADS, HEAD)[:n]
+            .repeat_interleave(2, 1)
+            .transpose(0, 1)
+        )
         s, e = int(batch["qsl"][i]), int(batch["qsl"][i + 1])
         q = batch["query"][s:e].transpose(0, 1)
         mask = torch.arange(n)[None, :] <= (torch.arange(e - s)[:, None] + n - (e - s))
-        want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=scale
+        )
         torch.testing.assert_close(ours[s:e], want.transpose(0, 1), atol=1e-5, rtol=1e-5)
 
 
@@ -129,7 +184,7 @@ def test_reference_attention_matches_torch_sdpa():
 def test_forest_equals_full_attention_on_several_groups(seed):
     rng = np.random.default_rng(seed)
     batch = _paged_batch(rng, groups=[(5, 64), (4, 128), (3, 32)], singles=3, own_tokens=(3, 40))
-    scale = HEAD ** -0.5
+    scale = HEAD**-0.5
     out, grouping = _forest(batch, scale)
     assert len(grouping.groups) == 3  # every group found; singles stay out
     assert grouping.grouped_requests == 12
@@ -140,14 +195,23 @@ def test_forest_equals_full_attention_with_multi_token_queries_and_softcap():
     rng = np.random.default_rng(7)
     groups, singles = [(4, 48), (4, 96)], 2
     query_lens = [int(x) for x in rng.integers(1, 5, size=10)]
-    batch = _paged_batch(rng, groups=groups, singles=singles, own_tokens=(6, 30), query_lens=query_lens)
-    scale = HEAD ** -0.5
+    batch = _paged_batch(
+        rng, groups=groups, singles=singles, own_tokens=(6, 30), query_lens=query_lens
+    )
+    scale = HEAD**-0.5
     out, grouping = _forest(batch, scale, softcap=5.0)
     want = reference_varlen_attention(
-        q=batch["query"], k=batch["key"], v=batch["value"],
-        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(), max_seqlen_q=4,
-        seqused_k=torch.from_numpy(batch["seq_lens"]).int(), max_seqlen_k=int(batch["seq_lens"].max()),
-        softmax_scale=scale, causal=True, block_table=torch.from_numpy(batch["table"]), softcap=5.0,
+        q=batch["query"],
+        k=batch["key"],
+        v=batch["value"],
+        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(),
+        max_seqlen_q=4,
+        seqused_k=torch.from_numpy(batch["seq_lens"]).int(),
+        max_seqlen_k=int(batch["seq_lens"].max()),
+        softmax_scale=scale,
+        causal=True,
+        block_table=torch.from_numpy(batch["table"]),
+        softcap=5.0,
     )
     assert len(grouping.groups) == 2
     torch.testing.assert_close(out, want, atol=2e-5, rtol=2e-5)

@@ -12,11 +12,10 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
+from real_scheduler import BLOCK_SIZE, RunnerBlockTable, finish_step, make_request, make_scheduler
 
 import arctic_inference
-from real_scheduler import BLOCK_SIZE, RunnerBlockTable, finish_step, make_request, make_scheduler
 
 FORK = Path(arctic_inference.__file__).parent / "vllm" / "attention" / "flash_attn_fork.py"
 UPSTREAM_REL = "vllm/v1/attention/backends/flash_attn.py"
@@ -98,9 +97,14 @@ def _real_batch(model_dir):
     seq_lens = torch.from_numpy(computed + 1).int()
     blocks = torch.from_numpy(table.numpy().copy()).int()
     common = CommonAttentionMetadata(
-        query_start_loc=qsl, query_start_loc_cpu=qsl.clone(), seq_lens=seq_lens,
-        num_reqs=num_reqs, num_actual_tokens=num_reqs, max_query_len=1,
-        max_seq_len=int(seq_lens.max()), block_table_tensor=blocks,
+        query_start_loc=qsl,
+        query_start_loc_cpu=qsl.clone(),
+        seq_lens=seq_lens,
+        num_reqs=num_reqs,
+        num_actual_tokens=num_reqs,
+        max_query_len=1,
+        max_seq_len=int(seq_lens.max()),
+        block_table_tensor=blocks,
         slot_mapping=torch.zeros(num_reqs, dtype=torch.int64),
         seq_lens_cpu_upper_bound=seq_lens.clone(),
     )
@@ -108,15 +112,17 @@ def _real_batch(model_dir):
 
 
 def _builders(model_dir, **arctic):
+    from forest_env import cpu_config
     from vllm.config import set_current_vllm_config
     from vllm.v1.attention.backends import flash_attn as upstream
     from vllm.v1.kv_cache_interface import FullAttentionSpec
 
     from arctic_inference.vllm.attention import flash_attn_fork as fork
-    from forest_env import cpu_config
 
     config = cpu_config(model_dir, **arctic)
-    spec = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=2, head_size=16, dtype=torch.bfloat16)
+    spec = FullAttentionSpec(
+        block_size=BLOCK_SIZE, num_kv_heads=2, head_size=16, dtype=torch.bfloat16
+    )
     with set_current_vllm_config(config):
         theirs = upstream.FlashAttentionMetadataBuilder(spec, ["l0"], config, torch.device("cpu"))
         ours = fork.FlashAttentionMetadataBuilder(spec, ["l0"], config, torch.device("cpu"))
@@ -130,7 +136,11 @@ def _same(a, b) -> bool:
 
 
 def _upstream_fields_equal(theirs, ours) -> list[str]:
-    return [f.name for f in dataclasses.fields(theirs) if not _same(getattr(theirs, f.name), getattr(ours, f.name))]
+    return [
+        f.name
+        for f in dataclasses.fields(theirs)
+        if not _same(getattr(theirs, f.name), getattr(ours, f.name))
+    ]
 
 
 def test_builder_with_forest_off_builds_upstream_metadata(tiny_llama_dir, distributed_cpu):
@@ -142,7 +152,9 @@ def test_builder_with_forest_off_builds_upstream_metadata(tiny_llama_dir, distri
     assert got.forest is None
 
 
-def test_builder_with_forest_on_adds_a_plan_and_keeps_upstream_fields(tiny_llama_dir, distributed_cpu):
+def test_builder_with_forest_on_adds_a_plan_and_keeps_upstream_fields(
+    tiny_llama_dir, distributed_cpu
+):
     theirs, ours = _builders(tiny_llama_dir, forest_cascade_attn_configs="{}")
     common, table = _real_batch(tiny_llama_dir)
     assert ours.forest is not None
@@ -157,21 +169,33 @@ def test_builder_with_forest_on_adds_a_plan_and_keeps_upstream_fields(tiny_llama
     assert plan.suffix_seqused_k.tolist() == (common.seq_lens - 12 * BLOCK_SIZE).tolist()
     # vLLM's single-prefix cascade is left to forest when forest is on.
     assert not ours.use_cascade_attention(
-        common_prefix_len=1024, query_lens=np.ones(16, dtype=np.int32), num_query_heads=4,
-        num_kv_heads=2, use_alibi=False, use_sliding_window=False, use_local_attention=False,
-        num_sms=132, dcp_world_size=1,
+        common_prefix_len=1024,
+        query_lens=np.ones(16, dtype=np.int32),
+        num_query_heads=4,
+        num_kv_heads=2,
+        use_alibi=False,
+        use_sliding_window=False,
+        use_local_attention=False,
+        num_sms=132,
+        dcp_world_size=1,
     )
     # A block table swapped in by update_block_table drops the plan (grouped on the old one).
-    assert ours.update_block_table(got, common.block_table_tensor, common.slot_mapping).forest is None
+    assert (
+        ours.update_block_table(got, common.block_table_tensor, common.slot_mapping).forest is None
+    )
 
 
 def test_builder_with_forest_on_skips_small_batches(tiny_llama_dir, distributed_cpu):
     _, ours = _builders(tiny_llama_dir, forest_cascade_attn_configs="{}")
     common, _ = _real_batch(tiny_llama_dir)
     small = common.replace(
-        num_reqs=7, num_actual_tokens=7, query_start_loc=common.query_start_loc[:8],
-        query_start_loc_cpu=common.query_start_loc_cpu[:8], seq_lens=common.seq_lens[:7],
-        block_table_tensor=common.block_table_tensor[:7], slot_mapping=common.slot_mapping[:7],
+        num_reqs=7,
+        num_actual_tokens=7,
+        query_start_loc=common.query_start_loc[:8],
+        query_start_loc_cpu=common.query_start_loc_cpu[:8],
+        seq_lens=common.seq_lens[:7],
+        block_table_tensor=common.block_table_tensor[:7],
+        slot_mapping=common.slot_mapping[:7],
         seq_lens_cpu_upper_bound=common.seq_lens_cpu_upper_bound[:7],
     )
     assert ours.build(0, small).forest is None

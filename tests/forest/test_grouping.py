@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from real_scheduler import BLOCK_SIZE, RunnerBlockTable, finish_step, make_request, make_scheduler
 
 from arctic_inference.vllm.attention.forest_config import ForestConfig
 from arctic_inference.vllm.attention.grouping import find_prefix_groups, ineligible_reason
-from real_scheduler import BLOCK_SIZE, RunnerBlockTable, finish_step, make_request, make_scheduler
 
 
 def _decode_step(scheduler, prompts: dict[str, list[int]]):
@@ -42,7 +42,9 @@ def test_rollouts_from_the_real_scheduler_form_one_group_per_prompt(tiny_llama_d
 
     assert grouping is not None
     found = sorted((sorted(_ids(table, g)), g.prefix_blocks) for g in grouping.groups)
-    want = sorted((sorted(f"p{p}-s{s}" for s in range(16)), prompt_len // BLOCK_SIZE) for p in range(8))
+    want = sorted(
+        (sorted(f"p{p}-s{s}" for s in range(16)), prompt_len // BLOCK_SIZE) for p in range(8)
+    )
     assert found == want
 
 
@@ -82,7 +84,9 @@ def test_no_shared_prefix_means_no_grouping(tiny_llama_dir):
     rng = np.random.default_rng(3)
     prompts = {f"r{r}": rng.integers(0, 256, 100).tolist() for r in range(16)}
     table, _ = _decode_step(make_scheduler(tiny_llama_dir), prompts)
-    assert find_prefix_groups(table.numpy(), table.num_computed(), BLOCK_SIZE, ForestConfig()) is None
+    assert (
+        find_prefix_groups(table.numpy(), table.num_computed(), BLOCK_SIZE, ForestConfig()) is None
+    )
 
 
 def _table(rows: list[list[int]]) -> RunnerBlockTable:
@@ -115,10 +119,15 @@ def test_min_additional_prefix_blocks_needs_that_much_sharing():
 
 
 def test_max_non_singleton_groups_keeps_the_groups_that_save_most():
-    rows = ([[1, 2, 3, 4, 50 + i] for i in range(3)]  # saves 2 * 4
-            + [[5, 60 + i] for i in range(3)]  # saves 2 * 1
-            + [[7, 8, 70 + i] for i in range(3)])  # saves 2 * 2
-    assert _groups(rows, ForestConfig(max_non_singleton_groups=2)) == [((0, 1, 2), 4), ((6, 7, 8), 2)]
+    rows = (
+        [[1, 2, 3, 4, 50 + i] for i in range(3)]  # saves 2 * 4
+        + [[5, 60 + i] for i in range(3)]  # saves 2 * 1
+        + [[7, 8, 70 + i] for i in range(3)]
+    )  # saves 2 * 2
+    assert _groups(rows, ForestConfig(max_non_singleton_groups=2)) == [
+        ((0, 1, 2), 4),
+        ((6, 7, 8), 2),
+    ]
 
 
 def test_min_non_singleton_fraction_refuses_mostly_ungrouped_batches():
@@ -149,7 +158,14 @@ def test_prefixes_are_whole_computed_blocks_only():
     ],
 )
 def test_each_eligibility_rule(change, reason):
-    base = dict(num_reqs=8, max_query_len=16, causal=True, dcp_world_size=1,
-                full_cuda_graph=False, sliding_window=False, config=ForestConfig())
+    base = dict(
+        num_reqs=8,
+        max_query_len=16,
+        causal=True,
+        dcp_world_size=1,
+        full_cuda_graph=False,
+        sliding_window=False,
+        config=ForestConfig(),
+    )
     assert ineligible_reason(**base) is None
     assert ineligible_reason(**{**base, **change}) == reason

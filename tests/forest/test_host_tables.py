@@ -8,9 +8,16 @@ import torch
 def _block_table():
     from vllm.v1.worker.block_table import BlockTable
 
-    return BlockTable(block_size=16, max_num_reqs=8, max_num_blocks_per_req=6, max_num_batched_tokens=64,
-                      pin_memory=False, device=torch.device("cpu"), kernel_block_size=16,
-                      cp_kv_cache_interleave_size=1)
+    return BlockTable(
+        block_size=16,
+        max_num_reqs=8,
+        max_num_blocks_per_req=6,
+        max_num_batched_tokens=64,
+        pin_memory=False,
+        device=torch.device("cpu"),
+        kernel_block_size=16,
+        cp_kv_cache_interleave_size=1,
+    )
 
 
 def test_a_registered_table_is_read_from_its_host_copy(reverted_patches):

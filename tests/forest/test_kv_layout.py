@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from forest_env import cpu_config
 
 from arctic_inference.vllm.attention.kv_layout import (
     allocate_kv_cache,
     kv_cache_layout,
     split_kv_cache,
 )
-from forest_env import cpu_config
 
 
 @pytest.fixture
@@ -26,8 +26,14 @@ def test_fork_layout_views_are_upstreams_views(in_config):
 
     layout = kv_cache_layout(ForestFlashAttentionBackend)
     assert layout.axes == ("blocks", "heads", "tokens", "packed")
-    kv = allocate_kv_cache(ForestFlashAttentionBackend, num_blocks=6, block_size=16,
-                           num_kv_heads=2, head_size=8, dtype=torch.float32)
+    kv = allocate_kv_cache(
+        ForestFlashAttentionBackend,
+        num_blocks=6,
+        block_size=16,
+        num_kv_heads=2,
+        head_size=8,
+        dtype=torch.float32,
+    )
     kv.copy_(torch.randn(kv.shape))
     key, value = split_kv_cache(kv, layout, 8)
     # What upstream FlashAttentionImpl.forward does with its cache in vLLM 0.26.0.
@@ -41,8 +47,14 @@ def test_fork_layout_views_are_upstreams_views(in_config):
 def test_allocation_follows_the_stride_order(in_config):
     from arctic_inference.vllm.attention.flash_attn_fork import ForestFlashAttentionBackend
 
-    kv = allocate_kv_cache(ForestFlashAttentionBackend, num_blocks=3, block_size=16,
-                           num_kv_heads=2, head_size=8, dtype=torch.float32)
+    kv = allocate_kv_cache(
+        ForestFlashAttentionBackend,
+        num_blocks=3,
+        block_size=16,
+        num_kv_heads=2,
+        head_size=8,
+        dtype=torch.float32,
+    )
     order = ForestFlashAttentionBackend.get_kv_cache_stride_order()
     strides = [kv.stride(i) for i in order]
     assert strides == sorted(strides, reverse=True)  # memory runs in stride order

@@ -25,7 +25,10 @@ def test_patch_set_applies_the_backend_swap_only_with_a_forest_config(reverted_p
     from arctic_inference.vllm.attention.host_tables import BlockTableHostPatch
 
     assert is_applied(BlockTableHostPatch)
-    assert attention_module.get_attn_backend is ForestBackendSelectionPatch.__dict__["get_attn_backend"]
+    assert (
+        attention_module.get_attn_backend
+        is ForestBackendSelectionPatch.__dict__["get_attn_backend"]
+    )
 
 
 def test_flash_attn_is_swapped_per_engine_config_and_nothing_else_is():

@@ -24,11 +24,20 @@ def main() -> None:
     from vllm import LLM, SamplingParams
 
     arctic = {"forest_cascade_attn_configs": "{}"} if args.config == "forest" else {}
-    llm = LLM(args.model, attention_backend="FLASH_ATTN", block_size=16, dtype="bfloat16",
-              enable_prefix_caching=True, disable_cascade_attn=True, max_model_len=8192,
-              gpu_memory_utilization=0.6, seed=0, additional_config={"arctic": arctic},
-              # Forest needs full CUDA graphs off; both configs use the same graphs.
-              compilation_config={"cudagraph_mode": "PIECEWISE"})
+    llm = LLM(
+        args.model,
+        attention_backend="FLASH_ATTN",
+        block_size=16,
+        dtype="bfloat16",
+        enable_prefix_caching=True,
+        disable_cascade_attn=True,
+        max_model_len=8192,
+        gpu_memory_utilization=0.6,
+        seed=0,
+        additional_config={"arctic": arctic},
+        # Forest needs full CUDA graphs off; both configs use the same graphs.
+        compilation_config={"cudagraph_mode": "PIECEWISE"},
+    )
     rng = random.Random(0)
     base = [[rng.randrange(3, 340) for _ in range(args.prompt_len)] for _ in range(8)]
     # Greedy allows n=1 only: 16 copies of each prompt (they share its blocks all the same).

@@ -184,9 +184,7 @@ def run_fp32(model_dir: str, replay: bool) -> dict[str, Any]:
     for completion, cap in zip(outputs, captures):
         cap = _align(cap, list(completion.token_ids))
         aligned &= len(cap) == len(completion.token_ids)
-        for step, ((hidden, logits), tok, lps) in enumerate(
-            zip(cap, completion.token_ids, completion.logprobs)
-        ):
+        for (hidden, logits), tok, lps in zip(cap, completion.token_ids, completion.logprobs):
             logits_dtype = str(logits.dtype)
             ref_logits = hidden.double() @ w_ref.T
             ref_lp = torch.log_softmax(ref_logits, dim=-1)[0]
@@ -230,9 +228,16 @@ def run_replay(llm: Any, vocab: int) -> dict[str, Any]:
     report: dict[str, Any] = {
         "knob": os.environ.get("ARCTIC_PER_SEQ_MAX_TOKENS", "0"),
     }
-    for label, lengths, seed in (("seeded", [5, 11, 17, 29], 1234), ("unseeded", [7, 3, 12, 3], None)):
+    for label, lengths, seed in (
+        ("seeded", [5, 11, 17, 29], 1234),
+        ("unseeded", [7, 3, 12, 3], None),
+    ):
         params = SamplingParams(
-            n=4, temperature=1.0, seed=seed, max_tokens=16, ignore_eos=True,
+            n=4,
+            temperature=1.0,
+            seed=seed,
+            max_tokens=16,
+            ignore_eos=True,
             extra_args={KEY: lengths},
         )
         (out,) = llm.generate(prompt, params, use_tqdm=False)

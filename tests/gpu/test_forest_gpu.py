@@ -33,9 +33,8 @@ GROUPS = [(16, 1024), (16, 2048), (8, 512), (4, 4096)]
 @pytest.fixture(scope="module")
 def modules():
     sys.path.insert(0, str(Path(__file__).parent))
-    from vllm.config import set_current_vllm_config
-
     import forest_layer
+    from vllm.config import set_current_vllm_config
 
     config = _config()
     with set_current_vllm_config(config):
@@ -58,8 +57,15 @@ def test_forest_off_is_upstream_bit_for_bit(modules, seed):
 
     layer, upstream, fork = modules
     with set_current_vllm_config(_config()):
-        batch = layer.make_batch(groups=GROUPS, singles=8, own=(16, 300), heads=HEADS,
-                                 kv_heads=KV_HEADS, head=HEAD, seed=seed)
+        batch = layer.make_batch(
+            groups=GROUPS,
+            singles=8,
+            own=(16, 300),
+            heads=HEADS,
+            kv_heads=KV_HEADS,
+            head=HEAD,
+            seed=seed,
+        )
     shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
     want, _ = layer.run_layer(upstream, _config(), batch, **shape)
     got, meta = layer.run_layer(fork, _config(), batch, **shape)
@@ -68,14 +74,20 @@ def test_forest_off_is_upstream_bit_for_bit(modules, seed):
     assert got.equal(want)
 
 
-
 def test_vllms_cascade_through_the_fork_is_upstream_bit_for_bit(modules):
     from vllm.config import set_current_vllm_config
 
     layer, upstream, fork = modules
     with set_current_vllm_config(_config()):
-        batch = layer.make_batch(groups=[(24, 1024)], singles=0, own=(16, 300), heads=HEADS,
-                                 kv_heads=KV_HEADS, head=HEAD, seed=3)
+        batch = layer.make_batch(
+            groups=[(24, 1024)],
+            singles=0,
+            own=(16, 300),
+            heads=HEADS,
+            kv_heads=KV_HEADS,
+            head=HEAD,
+            seed=3,
+        )
     shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
     want, meta_up = layer.run_layer(upstream, _config(), batch, common_prefix_len=1024, **shape)
     got, meta = layer.run_layer(fork, _config(), batch, common_prefix_len=1024, **shape)
@@ -89,8 +101,15 @@ def test_forest_on_is_within_flash_attentions_own_error(modules, seed):
 
     layer, upstream, fork = modules
     with set_current_vllm_config(_config()):
-        batch = layer.make_batch(groups=GROUPS, singles=8, own=(16, 300), heads=HEADS,
-                                 kv_heads=KV_HEADS, head=HEAD, seed=seed)
+        batch = layer.make_batch(
+            groups=GROUPS,
+            singles=8,
+            own=(16, 300),
+            heads=HEADS,
+            kv_heads=KV_HEADS,
+            head=HEAD,
+            seed=seed,
+        )
     shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
     flash, _ = layer.run_layer(upstream, _config(), batch, **shape)
     forest, meta = layer.run_layer(fork, _config(forest_cascade_attn_configs="{}"), batch, **shape)
@@ -98,22 +117,35 @@ def test_forest_on_is_within_flash_attentions_own_error(modules, seed):
     ref = layer.float32_reference(batch, head=HEAD)
     flash_err = (flash.float() - ref).abs().max().item()
     forest_err = (forest.float() - ref).abs().max().item()
-    print(f"seed {seed}: max |flash - fp32| = {flash_err:.3e}, max |forest - fp32| = {forest_err:.3e}, "
-          f"max |forest - flash| = {(forest.float() - flash.float()).abs().max().item():.3e}")
+    print(
+        f"seed {seed}: max |flash - fp32| = {flash_err:.3e}, max |forest - fp32| = {forest_err:.3e}, "
+        f"max |forest - flash| = {(forest.float() - flash.float()).abs().max().item():.3e}"
+    )
     assert forest_err <= flash_err
 
 
 def _run(label: str, *args: str, timeout: int = 480) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
-    env.update(ARCTIC_INFERENCE_ENABLED="1", VLLM_ENABLE_V1_MULTIPROCESSING="0",
-               VLLM_USE_V2_MODEL_RUNNER="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.update(
+        ARCTIC_INFERENCE_ENABLED="1",
+        VLLM_ENABLE_V1_MULTIPROCESSING="0",
+        VLLM_USE_V2_MODEL_RUNNER="0",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
     log = Path(os.environ.get("OUT", "/tmp")) / f"forest-{label}.log"
     with open(log, "w") as handle:
-        proc = subprocess.run([sys.executable, str(SCENARIOS), *args], env=env, cwd=REPO,
-                              stdout=handle, stderr=subprocess.STDOUT, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, str(SCENARIOS), *args],
+            env=env,
+            cwd=REPO,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+        )
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, f"{label} failed (rc {proc.returncode}); see {log}"
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def test_greedy_rollouts_match_flash_attn_as_well_as_it_matches_itself():
@@ -129,5 +161,7 @@ def test_greedy_rollouts_match_flash_attn_as_well_as_it_matches_itself():
         return same / len(a["outputs"])
 
     self_share, forest_share = share(flash_a, flash_b), share(flash_a, forest)
-    print(f"greedy identical: FLASH_ATTN vs itself {self_share:.3f}, forest vs FLASH_ATTN {forest_share:.3f}")
+    print(
+        f"greedy identical: FLASH_ATTN vs itself {self_share:.3f}, forest vs FLASH_ATTN {forest_share:.3f}"
+    )
     assert forest_share >= self_share

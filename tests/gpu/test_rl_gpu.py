@@ -60,7 +60,10 @@ class _Run:
         self.handle = open(self.log, "w")
         self.proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), *self.args],
-            env=self.env, stdout=self.handle, stderr=subprocess.STDOUT, cwd=REPO,
+            env=self.env,
+            stdout=self.handle,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
         )
 
     def wait(self) -> dict[str, Any] | None:
@@ -72,7 +75,7 @@ class _Run:
         self.handle.close()
         for line in reversed(self.log.read_text(errors="replace").splitlines()):
             if line.startswith("RESULT "):
-                result = json.loads(line[len("RESULT "):])
+                result = json.loads(line[len("RESULT ") :])
                 result["wall_s"] = round(time.time() - self.t0, 1)
                 return result
         return None
@@ -87,8 +90,10 @@ def _finish(runs: list[_Run]) -> dict[str, dict[str, Any]]:
     for run in runs:
         result = run.wait()
         if result is None:
-            print(f"[rl-gpu] {run.label} failed (rc={run.proc.returncode}); retrying alone:\n"
-                  f"{run.tail(30)}")
+            print(
+                f"[rl-gpu] {run.label} failed (rc={run.proc.returncode}); retrying alone:\n"
+                f"{run.tail(30)}"
+            )
             run.start()
             result = run.wait()
         if result is None:
@@ -111,11 +116,13 @@ def fp32_runs() -> dict[str, dict[str, Any]]:
         model = _model(name)
         extra = ["--replay"] if name == "small-llama" else []
         for flag in ("1", "0"):
-            runs.append(_Run(
-                f"fp32-{name}-{'on' if flag == '1' else 'off'}",
-                ["fp32", model, *extra],
-                _env(ARCTIC_FP32_LM_HEAD=flag, ARCTIC_PER_SEQ_MAX_TOKENS=flag),
-            ))
+            runs.append(
+                _Run(
+                    f"fp32-{name}-{'on' if flag == '1' else 'off'}",
+                    ["fp32", model, *extra],
+                    _env(ARCTIC_FP32_LM_HEAD=flag, ARCTIC_PER_SEQ_MAX_TOKENS=flag),
+                )
+            )
     results = _finish(runs)
     for label, r in results.items():
         printable = {k: v for k, v in r.items() if k != "replay"}
@@ -201,9 +208,13 @@ def _drafts_agreement(a: list, b: list) -> tuple[float, int, int]:
 
 def _report_sleep(result: dict[str, Any]) -> None:
     mem = result["memory_used_gib"]
-    print(f"\n[rl-gpu] {result['wall_s']}s, keep-drafter={result['keep_drafter_flag']}, "
-          f"patch applied={result['keep_drafter_patch_applied']}")
-    print("[rl-gpu] device memory in use (GiB): " + ", ".join(f"{k}={v:.2f}" for k, v in mem.items()))
+    print(
+        f"\n[rl-gpu] {result['wall_s']}s, keep-drafter={result['keep_drafter_flag']}, "
+        f"patch applied={result['keep_drafter_patch_applied']}"
+    )
+    print(
+        "[rl-gpu] device memory in use (GiB): " + ", ".join(f"{k}={v:.2f}" for k, v in mem.items())
+    )
     before = result["phases"]["before"]
     for name, ph in result["phases"].items():
         agree, na, nb = _drafts_agreement(before["drafts"], ph["drafts"])
@@ -229,12 +240,16 @@ def test_sleep_level2_keeps_the_drafter():
         agree, na, nb = _drafts_agreement(before["drafts"], ph["drafts"])
         assert agree >= 0.98 and abs(na - nb) <= 0.02 * na, (name, agree, na, nb)
         for key in ("drafts", "draft_tokens", "accepted"):
-            assert abs(ph["spec"][key] - before["spec"][key]) <= 0.02 * max(before["spec"][key], 50), (name, key)
+            assert abs(ph["spec"][key] - before["spec"][key]) <= 0.02 * max(
+                before["spec"][key], 50
+            ), (name, key)
         assert abs(ph["spec"]["acceptance_rate"] - before["spec"]["acceptance_rate"]) <= 0.02
     mem = result["memory_used_gib"]
     freed = mem["loaded"] - mem["after_sleep2"]
     held = mem["after_sleep2"] - mem["baseline_context"]
-    print(f"[rl-gpu] level-2 sleep freed {freed:.2f} GiB; {held:.2f} GiB above the bare CUDA context")
+    print(
+        f"[rl-gpu] level-2 sleep freed {freed:.2f} GiB; {held:.2f} GiB above the bare CUDA context"
+    )
     assert held < 1.5, mem  # max_num_batched_tokens=1024 keeps activations small
     assert mem["after_sleep2"] <= mem["after_sleep1"] + 0.25, mem
 
@@ -252,7 +267,9 @@ def test_sleep_level2_control_without_the_patch():
     phases = result["phases"]
     assert phases["after_level2"]["ids"] == phases["before"]["ids"]
     broken = phases["after_level2"]["drafter_checksums"] != phases["before"]["drafter_checksums"]
-    print(f"[rl-gpu] stock vLLM drafter after level-2 wake + reload_weights: "
-          f"{'CHANGED (the bug the knob fixes)' if broken else 'unchanged (bug not reproduced)'}; "
-          f"acceptance {phases['before']['spec']['acceptance_rate']:.3f} -> "
-          f"{phases['after_level2']['spec']['acceptance_rate']:.3f}")
+    print(
+        f"[rl-gpu] stock vLLM drafter after level-2 wake + reload_weights: "
+        f"{'CHANGED (the bug the knob fixes)' if broken else 'unchanged (bug not reproduced)'}; "
+        f"acceptance {phases['before']['spec']['acceptance_rate']:.3f} -> "
+        f"{phases['after_level2']['spec']['acceptance_rate']:.3f}"
+    )

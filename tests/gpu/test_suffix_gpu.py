@@ -58,7 +58,9 @@ Path(out).write_text(json.dumps(res))
 def _run(mode: str, tmp: Path) -> dict:
     out = tmp / f"{mode}.json"
     env = dict(os.environ, VLLM_USE_V2_MODEL_RUNNER="0", VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    subprocess.run([sys.executable, "-c", WORKER, mode, MODEL, str(out)], check=True, env=env, timeout=420)
+    subprocess.run(
+        [sys.executable, "-c", WORKER, mode, MODEL, str(out)], check=True, env=env, timeout=420
+    )
     return json.loads(out.read_text())
 
 
@@ -82,5 +84,7 @@ def test_suffix_speculation_is_lossless_fp32(tmp_path):
         ref_lp, spec_lp = lps.get(str(a[d])), lps.get(str(b[d]))
         gap = None if spec_lp is None else ref_lp - spec_lp
         (ties if gap is not None and gap <= NEAR_TIE else bad).append((i, d, a[d], b[d], gap))
-    print(f"[suffix lossless] identical {identical}/{len(ref['ids'])}; near-tie divergences: {ties}")
+    print(
+        f"[suffix lossless] identical {identical}/{len(ref['ids'])}; near-tie divergences: {ties}"
+    )
     assert not bad, f"divergences that are not near-ties (req, pos, ref, spec, gap): {bad}"

@@ -63,10 +63,23 @@ def _engine(tmp: Path, tag: str, **spec) -> dict:
     spec.setdefault("lengths", LENGTHS)
     spec.setdefault("new_tokens", NEW)
     out = tmp / f"{tag}.json"
-    env = dict(os.environ, VLLM_USE_V2_MODEL_RUNNER="0", VLLM_ENABLE_V1_MULTIPROCESSING="0",
-               ARCTIC_INFERENCE_ENABLED="1")
-    subprocess.run([sys.executable, str(Path(__file__).with_name("swiftkv_engine_run.py")),
-                    json.dumps(spec), str(out)], check=True, env=env, timeout=400)
+    env = dict(
+        os.environ,
+        VLLM_USE_V2_MODEL_RUNNER="0",
+        VLLM_ENABLE_V1_MULTIPROCESSING="0",
+        ARCTIC_INFERENCE_ENABLED="1",
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("swiftkv_engine_run.py")),
+            json.dumps(spec),
+            str(out),
+        ],
+        check=True,
+        env=env,
+        timeout=400,
+    )
     return json.loads(out.read_text())
 
 
@@ -115,11 +128,10 @@ def test_triton_write_equals_fallback_and_vllm_cache_op():
     torch = _cuda()
     from vllm import _custom_ops as ops
     from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
+    from vllm.v1.attention.backends.utils import set_kv_cache_layout
 
     from arctic_inference.vllm.swiftkv.kv_layout import resolve_layout
     from arctic_inference.vllm.swiftkv.kv_write import write_kv_fallback, write_kv_triton
-
-    from vllm.v1.attention.backends.utils import set_kv_cache_layout
 
     blocks, bs, heads, head, layers, tokens = 64, 16, 8, 64, 3, 700
     layout = resolve_layout(FlashAttentionBackend, head)
@@ -132,8 +144,12 @@ def test_triton_write_equals_fallback_and_vllm_cache_op():
     inv = [order.index(i) for i in range(4)]
 
     def caches():
-        return [torch.zeros([shape[i] for i in order], dtype=torch.bfloat16, device="cuda")
-                .permute(*inv) for _ in range(layers)]
+        return [
+            torch.zeros([shape[i] for i in order], dtype=torch.bfloat16, device="cuda").permute(
+                *inv
+            )
+            for _ in range(layers)
+        ]
 
     g = torch.Generator(device="cuda").manual_seed(0)
     kv = torch.randn(tokens, 2, layers, heads, head, device="cuda", generator=g).bfloat16()
@@ -141,14 +157,18 @@ def test_triton_write_equals_fallback_and_vllm_cache_op():
     slots = torch.randperm(blocks * bs, device="cuda", generator=g)[: tokens - 20]
     slots[::7] = -1
     a, b, c = caches(), caches(), caches()
-    views = lambda cs: ([layout.split(x)[0] for x in cs], [layout.split(x)[1] for x in cs])
+
+    def views(cs):
+        return [layout.split(x)[0] for x in cs], [layout.split(x)[1] for x in cs]
+
     assert write_kv_triton(k, v, *views(a), slots)
     write_kv_fallback(k, v, *views(b), slots)
     for layer, cache in enumerate(c):
         kc, vc = cache.transpose(1, 2).split(head, dim=-1)  # FLASH_ATTN's own split
         one = torch.tensor(1.0, device="cuda")
-        ops.reshape_and_cache_flash(k[:, layer].contiguous(), v[:, layer].contiguous(), kc, vc,
-                                    slots, "auto", one, one)
+        ops.reshape_and_cache_flash(
+            k[:, layer].contiguous(), v[:, layer].contiguous(), kc, vc, slots, "auto", one, one
+        )
     torch.cuda.synchronize()
     for x, y, z in zip(a, b, c):
         assert torch.equal(x, y) and torch.equal(x, z)
@@ -156,25 +176,45 @@ def test_triton_write_equals_fallback_and_vllm_cache_op():
 
 
 # float32 needs TRITON_ATTN (FLASH_ATTN has no fp32 kernels); FLASH_ATTN is covered in bf16.
-@pytest.mark.parametrize("backend,eager,prefix", [
-    ("TRITON_ATTN", True, False),
-    ("TRITON_ATTN", False, True),
-])
-def test_swiftkv_greedy_ids_equal_reference_fp32(small_swiftkv, reference_ids, tmp_path,
-                                                 backend, eager, prefix):
+@pytest.mark.parametrize(
+    "backend,eager,prefix",
+    [
+        ("TRITON_ATTN", True, False),
+        ("TRITON_ATTN", False, True),
+    ],
+)
+def test_swiftkv_greedy_ids_equal_reference_fp32(
+    small_swiftkv, reference_ids, tmp_path, backend, eager, prefix
+):
     prompts, ref_ids, ref_gaps = reference_ids
-    res = _engine(tmp_path, "swiftkv", model=str(small_swiftkv), backend=backend, eager=eager,
-                  prefix_caching=prefix, rounds=2 if prefix else 1, singles=[5, 7])
+    res = _engine(
+        tmp_path,
+        "swiftkv",
+        model=str(small_swiftkv),
+        backend=backend,
+        eager=eager,
+        prefix_caching=prefix,
+        rounds=2 if prefix else 1,
+        singles=[5, 7],
+    )
     assert res["prompts"] == prompts
     counts = res["counts"]
     print(f"[swiftkv {backend} eager={eager} prefix={prefix}] paths {counts}")
     assert counts["prefill"] > 0 and counts["write_triton"] > 0 and counts["write_torch"] == 0
     for r, batch in enumerate(res["rounds"]):
-        _compare(f"{backend} eager={eager} prefix={prefix} round {r}",
-                 [o["ids"] for o in batch], ref_ids, ref_gaps)
+        _compare(
+            f"{backend} eager={eager} prefix={prefix} round {r}",
+            [o["ids"] for o in batch],
+            ref_ids,
+            ref_gaps,
+        )
     singles = res["singles"]
-    _compare(f"{backend} single requests", [singles[k]["ids"] for k in sorted(singles)],
-             [ref_ids[int(k)] for k in sorted(singles)], [ref_gaps[int(k)] for k in sorted(singles)])
+    _compare(
+        f"{backend} single requests",
+        [singles[k]["ids"] for k in sorted(singles)],
+        [ref_ids[int(k)] for k in sorted(singles)],
+        [ref_gaps[int(k)] for k in sorted(singles)],
+    )
 
 
 def test_switched_off_swiftkv_is_vllm_llama_exactly(tmp_path):
@@ -224,15 +264,23 @@ def test_bf16_flash_attn_graphs_prefix_cache_as_close_as_llama(small_swiftkv, tm
     """bf16 error of SwiftKV against its fp32 reference, measured against the same
     error of vLLM's plain Llama (same base weights) on the same prompts."""
     _cuda()
-    spec = dict(dtype="bfloat16", eager=False, backend="FLASH_ATTN", prefix_caching=True,
-                rounds=2, new_tokens=4)
+    spec = dict(
+        dtype="bfloat16",
+        eager=False,
+        backend="FLASH_ATTN",
+        prefix_caching=True,
+        rounds=2,
+        new_tokens=4,
+    )
     sw = _engine(tmp_path, "sw_bf16", model=str(small_swiftkv), **spec)
     ll = _engine(tmp_path, "llama_bf16", model=str(SMALL), **spec)
     print(f"[swiftkv bf16 FLASH_ATTN graphs prefix] paths {sw['counts']}")
     assert sw["counts"]["prefill"] > 0 and sw["counts"]["write_triton"] > 0
     sw_err, n_sw = _bf16_error(sw, small_swiftkv)
     ll_err, n_ll = _bf16_error(ll, SMALL)
-    print(f"[swiftkv bf16] max |logprob - fp32 reference|: swiftkv {sw_err:.3f} over {n_sw}, "
-          f"llama {ll_err:.3f} over {n_ll}")
+    print(
+        f"[swiftkv bf16] max |logprob - fp32 reference|: swiftkv {sw_err:.3f} over {n_sw}, "
+        f"llama {ll_err:.3f} over {n_ll}"
+    )
     assert n_sw > 0 and n_ll > 0
     assert sw_err <= 1.5 * ll_err + 0.1

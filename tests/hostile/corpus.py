@@ -33,8 +33,10 @@ REPO = HERE.parents[1]
 # Runs the CLI from the sources on PYTHONPATH (not ``python -m rebasekit``: older trees have
 # no __main__), after dropping the import redirection an editable install adds, which would
 # otherwise win over PYTHONPATH and run the installed checkout instead.
-LAUNCH = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Redirecting' not in type(f).__name__]; "
-          "from rebasekit.cli import app; sys.argv[0] = 'rebasekit'; app(prog_name='rebasekit')")
+LAUNCH = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Redirecting' not in type(f).__name__]; "
+    "from rebasekit.cli import app; sys.argv[0] = 'rebasekit'; app(prog_name='rebasekit')"
+)
 TIMEOUT_S = 120
 
 
@@ -43,20 +45,33 @@ class Case:
     """One hostile input and what the contract promises for it."""
 
     name: str
-    setup: Callable[[Path], object]  # builds the inputs under the (empty) work folder; may return {"env": {...}}
-    argv: list[str]  # arguments after ``rebasekit``; "{work}" (or "{tmp}") is replaced by the work folder
+    setup: Callable[
+        [Path], object
+    ]  # builds the inputs under the (empty) work folder; may return {"env": {...}}
+    argv: list[
+        str
+    ]  # arguments after ``rebasekit``; "{work}" (or "{tmp}") is replaced by the work folder
     exit_code: int  # 0 clean, 1 findings, 2 bad input / incomplete, 3 internal error
     message: str  # must appear in stdout+stderr (the problem or the fix, case-insensitive)
     identical: tuple[str, ...] = ()  # work-relative files that must stay byte-identical
     may_change: tuple[str, ...] = ()  # work-relative files the command may write
     env: dict[str, str] = field(default_factory=dict)  # "{work}"/"{case}" are replaced
-    absent: tuple[str, ...] = ()  # work-relative paths that must not exist afterwards (e.g. a planted marker)
+    absent: tuple[
+        str, ...
+    ] = ()  # work-relative paths that must not exist afterwards (e.g. a planted marker)
 
     @classmethod
-    def from_record(cls, record: dict) -> "Case":
+    def from_record(cls, record: dict) -> Case:
         """A case written as a plain dict (``name, setup, argv, exit_code, message, unchanged, absent``)."""
-        return cls(record["name"], record["setup"], list(record["argv"]), record["exit_code"], record["message"],
-                   identical=tuple(record.get("unchanged", ())), absent=tuple(record.get("absent", ())))
+        return cls(
+            record["name"],
+            record["setup"],
+            list(record["argv"]),
+            record["exit_code"],
+            record["message"],
+            identical=tuple(record.get("unchanged", ())),
+            absent=tuple(record.get("absent", ())),
+        )
 
 
 @dataclass
@@ -66,7 +81,9 @@ class Outcome:
     output: str
     changed: list[str]  # files changed outside the documented places
     damaged: list[str]  # files of ``identical`` that changed
-    after: dict[str, str] = field(default_factory=dict)  # work-relative path -> digest after the run
+    after: dict[str, str] = field(
+        default_factory=dict
+    )  # work-relative path -> digest after the run
 
     @property
     def traceback(self) -> bool:
@@ -88,7 +105,7 @@ class Outcome:
 
     @property
     def false_clean(self) -> bool:
-        """"Clean" where findings were due, or a result (0 or 1) where the contract says
+        """ "Clean" where findings were due, or a result (0 or 1) where the contract says
         "bad input / incomplete": either way a CI gate passes on an answer that is not true."""
         if self.case.exit_code >= 2:
             return self.exit_code in (0, 1)
@@ -133,7 +150,10 @@ def all_cases() -> list[Case]:
         sys.path.insert(0, str(HERE))
     cases: list[Case] = []
     for name in case_modules():
-        cases += [c if isinstance(c, Case) else Case.from_record(c) for c in importlib.import_module(name).CASES]
+        cases += [
+            c if isinstance(c, Case) else Case.from_record(c)
+            for c in importlib.import_module(name).CASES
+        ]
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -173,21 +193,39 @@ def run_case(case: Case, folder: Path, rebasekit_root: Path = REPO) -> Outcome:
     before = _digests(folder, cache)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REBASEKIT_", "COLUMNS"))}
-    env.update({"REBASEKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(rebasekit_root), "COLUMNS": "100",
-                "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(
+        {
+            "REBASEKIT_CACHE_DIR": str(cache),
+            "PYTHONPATH": str(rebasekit_root),
+            "COLUMNS": "100",
+            "NO_COLOR": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     env.update({k: fill(v) for k, v in extra_env.items()})
     try:
-        proc = subprocess.run([sys.executable, "-c", LAUNCH, *[fill(a) for a in case.argv]], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-c", LAUNCH, *[fill(a) for a in case.argv]],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
         code, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         code, output = -9, f"timed out after {TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}"
     after = _digests(folder, cache)
     allowed = set(case.may_change)
     cache_key = cache.relative_to(folder).as_posix() if folder in cache.parents else None
-    changed = sorted(p for p in set(before) | set(after)
-                     if before.get(p) != after.get(p) and p.removeprefix("work/") not in allowed
-                     and not (p == cache_key and after.get(p) == "dir"))  # the cache folder itself may appear
+    changed = sorted(
+        p
+        for p in set(before) | set(after)
+        if before.get(p) != after.get(p)
+        and p.removeprefix("work/") not in allowed
+        and not (p == cache_key and after.get(p) == "dir")
+    )  # the cache folder itself may appear
     damaged = sorted(p for p in case.identical if before.get(f"work/{p}") != after.get(f"work/{p}"))
     work_after = {k.removeprefix("work/"): v for k, v in after.items() if k.startswith("work/")}
     return Outcome(case, code, output, changed, damaged, work_after)

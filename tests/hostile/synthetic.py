@@ -24,7 +24,7 @@ class Engine:
         return None
 '''
 
-_PATCH = '''\
+_PATCH = """\
 from vllm.engine import Engine
 
 from myplug.patching import Patch
@@ -35,7 +35,7 @@ class EnginePatch(Patch[Engine]):
 
     def step(self, batch):
         return EnginePatch._orig_step(self, batch)
-'''
+"""
 
 _MARKER = '''\
 from typing import Generic, TypeVar
@@ -74,22 +74,28 @@ def write(root: Path, files: dict[str, str | bytes]) -> None:
 def tree(folder: Path, *, changed: bool = False, engine_prefix: str = "") -> Path:
     """An upstream source folder holding a tiny ``vllm`` package; returns ``folder``."""
     version = "2.0.0" if changed else "1.0.0"
-    write(folder, {
-        "vllm/__init__.py": f'__version__ = "{version}"\n',
-        "vllm/version.py": f'__version__ = "{version}"\n',
-        "vllm/engine.py": engine_prefix + _ENGINE.format(extra=", mode" if changed else ""),
-    })
+    write(
+        folder,
+        {
+            "vllm/__init__.py": f'__version__ = "{version}"\n',
+            "vllm/version.py": f'__version__ = "{version}"\n',
+            "vllm/engine.py": engine_prefix + _ENGINE.format(extra=", mode" if changed else ""),
+        },
+    )
     return folder
 
 
 def project(work: Path, *, pyproject: str = PYPROJECT) -> Path:
     """The plugin project at ``work`` (pyproject + package); returns the package folder."""
-    write(work, {
-        "pyproject.toml": pyproject,
-        f"{PLUGIN}/__init__.py": '"""A synthetic plugin."""\n',
-        f"{PLUGIN}/patching.py": _MARKER,
-        f"{PLUGIN}/engine_patch.py": _PATCH,
-    })
+    write(
+        work,
+        {
+            "pyproject.toml": pyproject,
+            f"{PLUGIN}/__init__.py": '"""A synthetic plugin."""\n',
+            f"{PLUGIN}/patching.py": _MARKER,
+            f"{PLUGIN}/engine_patch.py": _PATCH,
+        },
+    )
     return work / PLUGIN
 
 

@@ -132,7 +132,9 @@ def scenario_paths() -> dict[str, Any]:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
-    args = parser.parse_args(["--model", model, "--skip-tokenizer-init", "--arctic-probe-knob", "7"])
+    args = parser.parse_args(
+        ["--model", model, "--skip-tokenizer-init", "--arctic-probe-knob", "7"]
+    )
     cli_args = AsyncEngineArgs.from_cli_args(args)
     report["cli_type"] = type(cli_args).__name__
     report["cli_value"] = cli_args.arctic_probe_knob
@@ -174,10 +176,19 @@ def scenario_serve_configs() -> dict[str, Any]:
     model, texts = sys.argv[2], json.loads(sys.argv[3])
     errors = []
     for text in texts:
-        argv, sys.argv = sys.argv, [
-            "vllm", "serve", model, "--skip-tokenizer-init", "--port", "0",
-            "--additional-config", text,
-        ]
+        argv, sys.argv = (
+            sys.argv,
+            [
+                "vllm",
+                "serve",
+                model,
+                "--skip-tokenizer-init",
+                "--port",
+                "0",
+                "--additional-config",
+                text,
+            ],
+        )
         try:
             vllm_main()
             errors.append({"type": None, "message": "no error"})

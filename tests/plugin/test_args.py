@@ -136,14 +136,25 @@ def test_bad_cli_value_is_an_argparse_error(test_args: None, capsys: pytest.Capt
 def test_out_of_range_cli_value_is_an_argparse_error_naming_the_range(
     patched_engine_args: None, capsys: pytest.CaptureFixture
 ) -> None:
-    ratio = ArcticArg(name="arctic_test_ratio", type=float, default=0.5, help="x", minimum=0.0, maximum=1.0)
+    ratio = ArcticArg(
+        name="arctic_test_ratio", type=float, default=0.5, help="x", minimum=0.0, maximum=1.0
+    )
     register_arctic_arg(ratio)
     try:
-        for text, problem in (("nan", "is not valid"), ("1.5", "is out of range"), ("-0.1", "is out of range")):
+        for text, problem in (
+            ("nan", "is not valid"),
+            ("1.5", "is out of range"),
+            ("-0.1", "is out of range"),
+        ):
             with pytest.raises(SystemExit):
-                parse(["--model", "m", f"--arctic-test-ratio={text}"])  # "-0.1" alone reads as a flag
+                parse(
+                    ["--model", "m", f"--arctic-test-ratio={text}"]
+                )  # "-0.1" alone reads as a flag
             err = " ".join(capsys.readouterr().err.split())
-            assert f"--arctic-test-ratio={text!r} {problem}: expected a finite number >= 0.0 and <= 1.0." in err
+            assert (
+                f"--arctic-test-ratio={text!r} {problem}: expected a finite number >= 0.0 and <= 1.0."
+                in err
+            )
         assert parse(["--model", "m", "--arctic-test-ratio", "1"]).arctic_test_ratio == 1.0
     finally:
         unregister_arctic_arg(ratio.name)
@@ -231,4 +242,3 @@ def test_registration_rules(test_args: None) -> None:
         ArcticArg(name="bad-name", type=int, default=0, help="x")
     with pytest.raises(ValueError, match="not one of"):
         ArcticArg(name="arctic_mode", type=str, default="c", help="x", choices=("a", "b"))
-

@@ -37,9 +37,12 @@ def test_missing_alias_message_names_every_missing_attribute_and_the_fix() -> No
         StalePatch.apply()
     where = f"{__name__}.test_missing_alias_message_names_every_missing_attribute_and_the_fix.<locals>.StalePatch"
     target = f"{__name__}.make_target.<locals>.Target"
-    fullmatch(info, f"Patch {where} keeps _orig_one, _orig_two but its target {target} has no attribute "
-                    "'one', 'two'. The target changed (renamed or removed upstream): update the alias to "
-                    "the attribute that exists now, or drop the wrapper.")
+    fullmatch(
+        info,
+        f"Patch {where} keeps _orig_one, _orig_two but its target {target} has no attribute "
+        "'one', 'two'. The target changed (renamed or removed upstream): update the alias to "
+        "the attribute that exists now, or drop the wrapper.",
+    )
 
 
 def test_zero_arg_super_message_names_the_method_and_the_explicit_form() -> None:
@@ -58,7 +61,8 @@ def test_zero_arg_super_message_names_the_method_and_the_explicit_form() -> None
         SuperPatch.apply()
     assert str(info.value).endswith(
         "SuperPatch.run uses zero-argument super() or __class__, which would bind to the patch class "
-        "instead of the target. Call the parent explicitly: super(TargetClass, self).method(...).")
+        "instead of the target. Call the parent explicitly: super(TargetClass, self).method(...)."
+    )
     assert "run" not in vars(Child), "a refused patch changes nothing"
 
 
@@ -103,14 +107,18 @@ def test_classmethod_on_a_module_message_names_the_attribute() -> None:
         ModPatch.apply()
     assert str(info.value).endswith(
         "ModPatch defines 'build' as a classmethod, but its target arctic_test_errors_module is a "
-        "module. Write a plain function instead.")
+        "module. Write a plain function instead."
+    )
 
 
 def test_subscript_errors_say_what_to_write() -> None:
     with pytest.raises(TypeError) as info:
         ArcticPatch[42]  # type: ignore[misc]
-    fullmatch(info, "ArcticPatch[...] takes the class or module to patch, got 42 (int). Import the target "
-                    "and write ArcticPatch[TheClass] or ArcticPatch[the_module].")
+    fullmatch(
+        info,
+        "ArcticPatch[...] takes the class or module to patch, got 42 (int). Import the target "
+        "and write ArcticPatch[TheClass] or ArcticPatch[the_module].",
+    )
     Target = make_target()
 
     class Bound(ArcticPatch[Target]):
@@ -118,12 +126,18 @@ def test_subscript_errors_say_what_to_write() -> None:
 
     with pytest.raises(TypeError) as info:
         Bound[Target]  # type: ignore[misc]
-    fullmatch(info, "test_subscript_errors_say_what_to_write.<locals>.Bound is already bound to a target; "
-                    "subscript ArcticPatch itself, e.g. class MyPatch(ArcticPatch[Target]).")
+    fullmatch(
+        info,
+        "test_subscript_errors_say_what_to_write.<locals>.Bound is already bound to a target; "
+        "subscript ArcticPatch itself, e.g. class MyPatch(ArcticPatch[Target]).",
+    )
     with pytest.raises(PatchError) as info:
         ArcticPatch.apply()
-    fullmatch(info, "ArcticPatch is not a concrete patch; define class MyPatch(ArcticPatch[Target]) and "
-                    "call MyPatch.apply().")
+    fullmatch(
+        info,
+        "ArcticPatch is not a concrete patch; define class MyPatch(ArcticPatch[Target]) and "
+        "call MyPatch.apply().",
+    )
 
 
 def test_bound_base_lives_in_the_patching_module_and_is_named_for_its_target() -> None:
@@ -143,8 +157,11 @@ def test_revert_refuses_when_an_added_attribute_was_deleted_since() -> None:
     del Target.flag  # someone took it out again
     with pytest.raises(PatchError) as info:
         FlagPatch.revert()
-    assert re.search(r"Cannot revert .*FlagPatch: flag on .*Target changed after it was applied "
-                     r"\(a later patch wraps it\?\)\. Revert later patches first\.$", str(info.value))
+    assert re.search(
+        r"Cannot revert .*FlagPatch: flag on .*Target changed after it was applied "
+        r"\(a later patch wraps it\?\)\. Revert later patches first\.$",
+        str(info.value),
+    )
     Target.flag = None  # put back what the patch installed: now it reverts cleanly
     assert FlagPatch.revert() is True
     assert "flag" not in vars(Target)
@@ -164,9 +181,15 @@ def test_record_keeps_aliases_the_patch_class_and_descriptor_kinds() -> None:
     try:
         assert record.aliases == ("greet",)
         assert record.patch_class is KindsPatch
-        assert {a.name: a.kind for a in record.attributes} == {"LIMIT": "value", "greet": "function"}
+        assert {a.name: a.kind for a in record.attributes} == {
+            "LIMIT": "value",
+            "greet": "function",
+        }
         assert record.patch.endswith("<locals>.KindsPatch")
-        assert record.describe() == f"{record.patch} -> {record.target} (replaced: greet; added: LIMIT)"
+        assert (
+            record.describe()
+            == f"{record.patch} -> {record.target} (replaced: greet; added: LIMIT)"
+        )
     finally:
         KindsPatch.revert()
 
@@ -175,7 +198,17 @@ def test_describe_lists_several_names_and_says_nothing_when_empty() -> None:
     rec = PatchRecord("P", "m", "pkg.T", "class", (), ())
     assert rec.describe() == "P -> pkg.T (nothing)"
 
-    rec = PatchRecord("P", "m", "pkg.T", "class", (
-        AttributeChange("a", "replaced", "function"), AttributeChange("b", "replaced", "value"),
-        AttributeChange("c", "added", "value"), AttributeChange("d", "added", "property")), ())
+    rec = PatchRecord(
+        "P",
+        "m",
+        "pkg.T",
+        "class",
+        (
+            AttributeChange("a", "replaced", "function"),
+            AttributeChange("b", "replaced", "value"),
+            AttributeChange("c", "added", "value"),
+            AttributeChange("d", "added", "property"),
+        ),
+        (),
+    )
     assert rec.describe() == "P -> pkg.T (replaced: a, b; added: c, d)"

@@ -263,7 +263,11 @@ def test_revert_restores_descriptors_and_removes_added_attributes() -> None:
     InheritedPatch.apply()
     obj = Target()
     assert (obj.greet("a"), obj.twice(2), Target.make(), obj.size, obj.extra()) == (
-        "hello a!", 0, "patched", 1, 7,
+        "hello a!",
+        0,
+        "patched",
+        1,
+        7,
     )
     assert obj.inherited() == "patched" and "inherited" in vars(Target)
 
@@ -277,7 +281,10 @@ def test_revert_restores_descriptors_and_removes_added_attributes() -> None:
     assert isinstance(vars(Parent)["make"], classmethod)
     assert not hasattr(Parent, "size") and not hasattr(obj, "extra")
     assert (obj.greet("a"), obj.twice(2), type(Target.make()), obj.label) == (
-        "hello a", 4, Target, "plain",
+        "hello a",
+        4,
+        Target,
+        "plain",
     )
     assert not is_applied(FullPatch) and not is_applied(InheritedPatch)
     assert all(r.patch_class not in (FullPatch, InheritedPatch) for r in applied_patches())

@@ -122,9 +122,7 @@ def test_gate_enabled_mismatch_raises_with_the_fixes(monkeypatch: pytest.MonkeyP
 
 
 def test_gate_enabled_mismatch_skipped_patches() -> None:
-    report, output = run_probe(
-        "mismatch_skip", env={envs.SKIP_VERSION_CHECK: "1"}
-    )
+    report, output = run_probe("mismatch_skip", env={envs.SKIP_VERSION_CHECK: "1"})
     assert report["active"] is True and report["loaded"] is True
     assert report["patches"][:3] == ENGINE_PATCHES
     assert "targets vLLM 0.25.0 but vLLM 0.26.0 is installed" in output
@@ -179,7 +177,10 @@ def test_cli_path_parses_lands_and_mirrors(paths_run: dict[str, Any]) -> None:
 def test_serve_help_lists_arctic_flags(paths_run: dict[str, Any]) -> None:
     text = paths_run["serve_help"]
     assert text.startswith("ArcticInference:")
-    assert "--arctic-probe-knob ARCTIC_PROBE_KNOB Probe-only knob. (default: 3; env: ARCTIC_PROBE_KNOB)" in text
+    assert (
+        "--arctic-probe-knob ARCTIC_PROBE_KNOB Probe-only knob. (default: 3; env: ARCTIC_PROBE_KNOB)"
+        in text
+    )
     assert "(default: None)" not in text
 
 
@@ -208,7 +209,12 @@ def test_front_end_plugin_load_imports_no_worker_modules() -> None:
     assert vanilla["loaded"] is False and arctic["loaded"] is True
     assert vanilla["present"] == [], "vanilla vLLM changed; revisit this baseline"
     assert arctic["present"] == vanilla["present"]
-    print("modules after plugin load: vanilla", vanilla["module_count"], "arctic", arctic["module_count"])
+    print(
+        "modules after plugin load: vanilla",
+        vanilla["module_count"],
+        "arctic",
+        arctic["module_count"],
+    )
 
 
 # --- vllm serve --additional-config: refused the way vLLM refuses its own config ---
@@ -216,11 +222,26 @@ def test_front_end_plugin_load_imports_no_worker_modules() -> None:
 BAD_JSON = "{bad json"
 # text given to --additional-config -> (error type, regex the message must match)
 SERVE_REFUSALS = {
-    BAD_JSON: ("pydantic_core._pydantic_core.ValidationError", r"validation errors? for VllmConfig\nadditional_config"),
-    '{"arctic": null}': ("builtins.ValueError", r'additional_config\["arctic"\] must be a mapping .* got NoneType None'),
-    '{"arctic": []}': ("builtins.ValueError", r'additional_config\["arctic"\] must be a mapping .* got list \[\]'),
-    '{"arctic": 0}': ("builtins.ValueError", r'additional_config\["arctic"\] must be a mapping .* got int 0'),
-    '{"artic": {"fp32_lm_head": true}}': ("builtins.ValueError", r"top-level key 'artic'; did you mean \"arctic\"\?"),
+    BAD_JSON: (
+        "pydantic_core._pydantic_core.ValidationError",
+        r"validation errors? for VllmConfig\nadditional_config",
+    ),
+    '{"arctic": null}': (
+        "builtins.ValueError",
+        r'additional_config\["arctic"\] must be a mapping .* got NoneType None',
+    ),
+    '{"arctic": []}': (
+        "builtins.ValueError",
+        r'additional_config\["arctic"\] must be a mapping .* got list \[\]',
+    ),
+    '{"arctic": 0}': (
+        "builtins.ValueError",
+        r'additional_config\["arctic"\] must be a mapping .* got int 0',
+    ),
+    '{"artic": {"fp32_lm_head": true}}': (
+        "builtins.ValueError",
+        r"top-level key 'artic'; did you mean \"arctic\"\?",
+    ),
     '{"arctic": {"fp32_lm_hed": true}}': (
         "builtins.ValueError",
         r"unknown key\(s\) fp32_lm_hed; registered Arctic args: .*fp32_lm_head.* Did you mean: 'fp32_lm_hed' -> 'fp32_lm_head'\?",

@@ -85,8 +85,14 @@ def test_override_without_super_is_reported(
     assert "may be bypassed" in caplog.text
     found = overridden_patch_attributes(bare(SkippingWorker))
     assert len(found) == 2
-    assert any(".SkippingWorker.init_device (patched on vllm.v1.worker.gpu_worker.Worker" in f for f in found)
-    assert any(".SkippingWorker.__init__ (patched on vllm.v1.worker.worker_base.WorkerBase" in f for f in found)
+    assert any(
+        ".SkippingWorker.init_device (patched on vllm.v1.worker.gpu_worker.Worker" in f
+        for f in found
+    )
+    assert any(
+        ".SkippingWorker.__init__ (patched on vllm.v1.worker.worker_base.WorkerBase" in f
+        for f in found
+    )
     # A well-behaved subclass of a bypassing class is still cut off.
     assert len(overridden_patch_attributes(bare(PoliteWorker))) == 2
 
@@ -98,13 +104,15 @@ def test_overrides_delegating_with_super_are_accepted(plugin_patches: None) -> N
 
     class ExplicitWorker(Worker):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super(ExplicitWorker, self).__init__(*args, **kwargs)
+            super().__init__(*args, **kwargs)
 
     assert overridden_patch_attributes(bare(ZeroArgWorker)) == []
     assert overridden_patch_attributes(bare(ExplicitWorker)) == []
 
 
-def test_v2_model_runner_is_a_bypass_error(plugin_patches: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_v2_model_runner_is_a_bypass_error(
+    plugin_patches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from vllm.v1.worker.gpu.model_runner import GPUModelRunner as V2ModelRunner
 
     runner = bare(V2ModelRunner)
@@ -137,7 +145,7 @@ def test_calls_super_reads_the_bytecode() -> None:
             return super().run()
 
         def explicit(self) -> int:
-            return super(Child, self).run()
+            return super().run()
 
         def wrong_name(self) -> int:
             return super().other()

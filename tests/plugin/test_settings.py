@@ -157,8 +157,10 @@ def test_near_miss_of_the_enable_switch_is_logged(
     monkeypatch.setattr(plugin, "_near_miss_warned", False)
     with caplog.at_level("WARNING", logger="vllm.arctic_inference.plugin"):
         assert plugin.load_plugin() is False
-    assert "ARCTIC_INFERENCE_ENABLE is set but Arctic Inference does not read it; " \
+    assert (
+        "ARCTIC_INFERENCE_ENABLE is set but Arctic Inference does not read it; "
         "did you mean ARCTIC_INFERENCE_ENABLED?" in caplog.text
+    )
 
 
 def test_readme_env_table_is_the_settings_table() -> None:
@@ -218,7 +220,7 @@ def test_arctic_section_that_is_not_a_mapping_is_refused(section: object) -> Non
 
 @pytest.mark.parametrize("key", ["artic", "Arctic", "arctc", "arctic_", " arctic"])
 def test_top_level_key_close_to_arctic_gets_a_did_you_mean(key: str) -> None:
-    with pytest.raises(ValueError, match=f"top-level key {key!r}; did you mean \"arctic\""):
+    with pytest.raises(ValueError, match=f'top-level key {key!r}; did you mean "arctic"'):
         arctic_section({key: {"fp32_lm_head": True}})
 
 

@@ -19,7 +19,8 @@ class StrictRunner(CliRunner):
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise AssertionError(
                 f"the command raised {type(result.exception).__name__} instead of exiting; output:\n"
-                f"{result.output}") from result.exception
+                f"{result.output}"
+            ) from result.exception
         return result
 
 

@@ -51,8 +51,12 @@ class GitRepo:
             path.write_text(text)
             self.repo.index.add([rel])
 
-    def commit(self, message: str, files: dict[str, str | None] | None = None,
-               parents: list[git.Commit] | None = None) -> git.Commit:
+    def commit(
+        self,
+        message: str,
+        files: dict[str, str | None] | None = None,
+        parents: list[git.Commit] | None = None,
+    ) -> git.Commit:
         self.write(files or {})
         self.clock += 86_400
         stamp = f"{self.clock} +0000"
@@ -67,8 +71,17 @@ class GitRepo:
 
     def merge(self, other: str, message: str) -> git.Commit:
         """A real merge commit (first parent: the current branch), resolving to ``other``."""
-        self.repo.git.merge(other, "--no-ff", "-X", "theirs", "-m", message,
-                            env={"GIT_AUTHOR_DATE": f"{self.clock + 1} +0000",
-                                 "GIT_COMMITTER_DATE": f"{self.clock + 1} +0000"})
+        self.repo.git.merge(
+            other,
+            "--no-ff",
+            "-X",
+            "theirs",
+            "-m",
+            message,
+            env={
+                "GIT_AUTHOR_DATE": f"{self.clock + 1} +0000",
+                "GIT_COMMITTER_DATE": f"{self.clock + 1} +0000",
+            },
+        )
         self.clock += 86_400
         return self.repo.head.commit

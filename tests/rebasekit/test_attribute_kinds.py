@@ -12,8 +12,13 @@ from rebasekit.drift.shapes import AttrValue
 
 
 def provision(*values: tuple[str, str]) -> Provision:
-    return Provision([(f"Runner.m{i}", AttrValue(kind, detail, i, f"src{i}"))
-                      for i, (kind, detail) in enumerate(values)], None)
+    return Provision(
+        [
+            (f"Runner.m{i}", AttrValue(kind, detail, i, f"src{i}"))
+            for i, (kind, detail) in enumerate(values)
+        ],
+        None,
+    )
 
 
 BUFFER = ("call", "CpuGpuBuffer")

@@ -53,7 +53,9 @@ def test_declared_dependencies_are_what_the_base_install_pulls():
 
 
 def test_rebasekit_imports_only_stdlib_and_base_dependencies():
-    allowed = set(sys.stdlib_module_names) | _declared_import_names() | {"rebasekit", "tomli", "tomllib"}
+    allowed = (
+        set(sys.stdlib_module_names) | _declared_import_names() | {"rebasekit", "tomli", "tomllib"}
+    )
     offenders = []
     for path in sorted((ROOT / "rebasekit").rglob("*.py")):
         for name, line in sorted(_imported_top_levels(path)):
@@ -69,13 +71,22 @@ def _unguarded_tomllib_imports(path: Path) -> list[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "version_info" in ast.unparse(node.test):
             guarded |= {sub.lineno for sub in ast.walk(node) if isinstance(sub, ast.Import)}
-    return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Import) and any(a.name == "tomllib" for a in node.names)
-            and node.lineno not in guarded]
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        and any(a.name == "tomllib" for a in node.names)
+        and node.lineno not in guarded
+    ]
 
 
 def test_tomllib_is_imported_with_the_tomli_fallback():
     """requires-python says 3.10, which has no tomllib: every import needs the tomli fallback."""
-    offenders = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "rebasekit").rglob("*.py"))
-                 for line in _unguarded_tomllib_imports(path)]
-    assert not offenders, "tomllib imported without a Python 3.10 fallback:\n" + "\n".join(offenders)
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "rebasekit").rglob("*.py"))
+        for line in _unguarded_tomllib_imports(path)
+    ]
+    assert not offenders, "tomllib imported without a Python 3.10 fallback:\n" + "\n".join(
+        offenders
+    )

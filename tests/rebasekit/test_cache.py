@@ -32,7 +32,9 @@ def test_twins_cached_per_tree_fingerprint(tmp_path, monkeypatch):
     warm = parallel.find_twins(_index(tree, tmp_path / "c"), "vllm.worker.runner.Runner")
     assert warm == cold
     with pytest.raises(AssertionError, match="recomputed"):  # no disk cache: computed afresh
-        parallel.find_twins(CodeIndex(open_tree(str(tree)), FactsCache(None)), "vllm.worker.runner.Runner")
+        parallel.find_twins(
+            CodeIndex(open_tree(str(tree)), FactsCache(None)), "vllm.worker.runner.Runner"
+        )
     twin = tree / "vllm" / "worker" / "v2" / "runner.py"
     twin.write_text(twin.read_text() + "\n# edited\n")
     with pytest.raises(AssertionError, match="recomputed"):  # the edit changed the fingerprint

@@ -41,7 +41,9 @@ def _wheel(folder: Path, version: str, source: Path) -> Path:
         for file in sorted((source / "vllm").rglob("*.py")):
             zf.write(file, file.relative_to(source).as_posix())
         zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
-        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         zf.writestr(f"{info}/RECORD", "")
     return path
 
@@ -64,21 +66,32 @@ def test_versions_download_extract_and_scan(local_registry):
     res = run("scan-imports", "--plugin", PLUGIN, "--from", "1.0.0", "--to", "2.0.0", "--json")
     assert res.exit_code == 1, res.output
     doc = json.loads(res.stdout)
-    assert doc["upstream"]["to"]["version"] == "2.0.0" and doc["upstream"]["from"]["version"] == "1.0.0"
+    assert (
+        doc["upstream"]["to"]["version"] == "2.0.0"
+        and doc["upstream"]["from"]["version"] == "1.0.0"
+    )
     folder = run("scan-imports", "--plugin", PLUGIN, "--from", str(OLD), "--to", str(NEW), "--json")
     keys = lambda d: sorted((f["code"], f["plugin"]["line"], f["drift"]) for f in d["findings"])  # noqa: E731
     assert keys(doc) == keys(json.loads(folder.stdout))  # a downloaded tree scans like the folder
     manifest = json.loads((local_registry / "vllm-2.0.0" / wheels.MANIFEST).read_text())
-    assert manifest["count"] == len([f for f in manifest["files"] if f.endswith((".py", "METADATA"))])
+    assert manifest["count"] == len(
+        [f for f in manifest["files"] if f.endswith((".py", "METADATA"))]
+    )
 
 
 def test_unknown_version(local_registry):
-    _bad_input(run("scan", "--plugin", PLUGIN, "--vllm-version", "1.5.0"), "no vllm wheel for version 1.5.0")
+    _bad_input(
+        run("scan", "--plugin", PLUGIN, "--vllm-version", "1.5.0"),
+        "no vllm wheel for version 1.5.0",
+    )
     assert not (local_registry / "vllm-1.5.0").exists()  # nothing half-made is left behind
 
 
 def test_not_a_version(local_registry):
-    _bad_input(run("scan", "--plugin", PLUGIN, "--to", "1.0.0.0.0"), "is not a folder, a version or REPO@REF")
+    _bad_input(
+        run("scan", "--plugin", PLUGIN, "--to", "1.0.0.0.0"),
+        "is not a folder, a version or REPO@REF",
+    )
 
 
 def test_no_network(tmp_path, monkeypatch):
@@ -96,14 +109,25 @@ def test_no_network(tmp_path, monkeypatch):
     assert not (tmp_path / "trees" / "vllm-0.26.0").exists()
 
 
-@pytest.mark.parametrize("damage,needle", [
-    (lambda d: (d / "vllm" / "engine" / "core.py").write_text("trunc"), "changed (its hash differs"),
-    (lambda d: (d / "vllm" / "engine" / "core.py").unlink(), "is partial: vllm/engine/core.py is missing"),
-    (lambda d: (d / wheels.MANIFEST).write_text('{"format": 1, "cou'), "corrupt manifest"),
-    (lambda d: (d / wheels.MANIFEST).unlink(), "is partial (no manifest)"),
-])
+@pytest.mark.parametrize(
+    "damage,needle",
+    [
+        (
+            lambda d: (d / "vllm" / "engine" / "core.py").write_text("trunc"),
+            "changed (its hash differs",
+        ),
+        (
+            lambda d: (d / "vllm" / "engine" / "core.py").unlink(),
+            "is partial: vllm/engine/core.py is missing",
+        ),
+        (lambda d: (d / wheels.MANIFEST).write_text('{"format": 1, "cou'), "corrupt manifest"),
+        (lambda d: (d / wheels.MANIFEST).unlink(), "is partial (no manifest)"),
+    ],
+)
 def test_damaged_cache_is_detected(local_registry, damage, needle):
-    assert run("scan", "--plugin", PLUGIN, "--vllm-version", "2.0.0", "--select", "RK1").exit_code == 1
+    assert (
+        run("scan", "--plugin", PLUGIN, "--vllm-version", "2.0.0", "--select", "RK1").exit_code == 1
+    )
     dest = local_registry / "vllm-2.0.0"
     damage(dest)
     res = run("scan", "--plugin", PLUGIN, "--vllm-version", "2.0.0", "--select", "RK1")
@@ -130,20 +154,36 @@ def test_from_to_git_refs_match_folder_scan(tmp_path):
     by_git = run("scan", "--plugin", PLUGIN, "--from", f"{work}@v1", "--to", f"{work}@v2", "--json")
     by_dir = run("scan", "--plugin", PLUGIN, "--from", str(OLD), "--to", str(NEW), "--json")
     assert by_git.exit_code == by_dir.exit_code == 1
-    strip = lambda d: sorted((f["code"], f["plugin"]["path"], f["plugin"]["line"], f["drift"],  # noqa: E731
-                              f["message"].replace(str(work) + "@v2", "<T>").replace(str(NEW / "vllm"), "<T>")
-                              .replace(str(work) + "@v1", "<O>").replace(str(OLD / "vllm"), "<O>"))
-                             for f in json.loads(d.stdout)["findings"])
+
+    def strip(d):
+        return sorted(
+            (
+                f["code"],
+                f["plugin"]["path"],
+                f["plugin"]["line"],
+                f["drift"],
+                f["message"]
+                .replace(str(work) + "@v2", "<T>")
+                .replace(str(NEW / "vllm"), "<T>")
+                .replace(str(work) + "@v1", "<O>")
+                .replace(str(OLD / "vllm"), "<O>"),
+            )
+            for f in json.loads(d.stdout)["findings"]
+        )
+
     assert strip(by_git) == strip(by_dir)
     assert json.loads(by_git.stdout)["upstream"]["from"]["version"] == "1.0.0"
     via_flag = run("scan", "--plugin", PLUGIN, "--vllm-git", f"{work}@v2", "--json")
     assert json.loads(via_flag.stdout)["upstream"]["to"]["version"] == "2.0.0"
 
 
-@pytest.mark.parametrize("spec,needle", [
-    ("{work}@v9", "no ref 'v9'"),
-    ("{tmp}@v1", "is not a git repository"),
-])
+@pytest.mark.parametrize(
+    "spec,needle",
+    [
+        ("{work}@v9", "no ref 'v9'"),
+        ("{tmp}@v1", "is not a git repository"),
+    ],
+)
 def test_bad_git_specs(tmp_path, spec, needle):
     work = _upstream_repo(tmp_path)
     (tmp_path / "plain").mkdir()

@@ -21,8 +21,14 @@ FIX = HERE / "fixtures"
 PLUGIN = str(FIX / "plugin" / "tinyplug")
 OLD, NEW = str(FIX / "upstream_old"), str(FIX / "upstream_new")
 DEEP = HERE / "fixtures_deep"
-DEEP_ARGS = ["--plugin", str(DEEP / "plugin" / "deepplug"), "--from", str(DEEP / "upstream_old"),
-             "--to", str(DEEP / "upstream_new")]
+DEEP_ARGS = [
+    "--plugin",
+    str(DEEP / "plugin" / "deepplug"),
+    "--from",
+    str(DEEP / "upstream_old"),
+    "--to",
+    str(DEEP / "upstream_new"),
+]
 
 
 def run(*args: str, columns: int | None = None):
@@ -41,7 +47,9 @@ _LEVELS = {"none", "note", "warning", "error"}
 
 
 def _check_message(msg: dict) -> None:
-    assert isinstance(msg, dict) and (isinstance(msg.get("text"), str) or isinstance(msg.get("id"), str))
+    assert isinstance(msg, dict) and (
+        isinstance(msg.get("text"), str) or isinstance(msg.get("id"), str)
+    )
 
 
 def _check_physical(phys: dict, base_ids: set[str]) -> None:
@@ -100,7 +108,9 @@ def test_sarif_2_1_0_structure():
 
 # -- JSON schema ------------------------------------------------------------------------
 def test_json_schema_version_is_documented():
-    text = (Path(__import__("rebasekit.report", fromlist=["x"]).__file__).parent / "SCHEMA.md").read_text()
+    text = (
+        Path(__import__("rebasekit.report", fromlist=["x"]).__file__).parent / "SCHEMA.md"
+    ).read_text()
     title = text.splitlines()[0]
     assert f"schema_version {SCHEMA_VERSION}" in title
     doc = scan_json()
@@ -119,15 +129,23 @@ def test_select_and_ignore_through_the_cli():
     codes = {f["code"] for f in every}
     for prefix in ("RK21", "RK1"):
         picked = scan_json("--select", prefix)["findings"]
-        assert picked and [f["code"] for f in picked] == [f["code"] for f in every if f["code"].startswith(prefix)]
+        assert picked and [f["code"] for f in picked] == [
+            f["code"] for f in every if f["code"].startswith(prefix)
+        ]
         dropped = scan_json("--ignore", prefix)["findings"]
-        assert {f["code"] for f in dropped} == {c for c in codes if not c.startswith(prefix)} - {"RK003"}
+        assert {f["code"] for f in dropped} == {c for c in codes if not c.startswith(prefix)} - {
+            "RK003"
+        }
     two = sorted(codes)[:2]
     comma = scan_json("--select", ",".join(two))["findings"]
     repeated = scan_json("--select", two[0], "--select", two[1])["findings"]
     assert comma == repeated and {f["code"] for f in comma} == set(two)
     unknown = run("scan", "--plugin", PLUGIN, "--vllm", NEW, "--select", "RK9")
-    assert unknown.exit_code == 2 and "RK9: no such code" in unknown.output and "RK101" in unknown.output
+    assert (
+        unknown.exit_code == 2
+        and "RK9: no such code" in unknown.output
+        and "RK101" in unknown.output
+    )
 
 
 def test_inline_suppressions_through_the_cli(tmp_path):
@@ -138,19 +156,25 @@ def test_inline_suppressions_through_the_cli(tmp_path):
     bad = dest / "bad.py"
     lines = bad.read_text().splitlines()
     marked = [n for n, line in enumerate(lines, 1) if "rebasekit: ignore[" in line]
-    bad.write_text("\n".join(re.sub(r"#\s*rebasekit: ignore\[[^\]]*\].*$", "", ln) for ln in lines) + "\n")
+    bad.write_text(
+        "\n".join(re.sub(r"#\s*rebasekit: ignore\[[^\]]*\].*$", "", ln) for ln in lines) + "\n"
+    )
     freed = scan_json(plugin=str(dest))
     assert freed["summary"]["suppressed"] == 0
     new_lines = {(f["code"], f["plugin"]["line"]) for f in freed["findings"]} - {
-        (f["code"], f["plugin"]["line"]) for f in doc["findings"]}
+        (f["code"], f["plugin"]["line"]) for f in doc["findings"]
+    }
     # every freed finding sits on a suppression line or the line below one
     assert len(new_lines) == doc["summary"]["suppressed"]
     assert all(line in marked or line - 1 in marked for _, line in new_lines)
     # an unused suppression is itself reported (RK003) where it is written
-    (dest / "good.py").write_text((dest / "good.py").read_text() + "X = 1  # rebasekit: ignore[RK105] stale\n")
+    (dest / "good.py").write_text(
+        (dest / "good.py").read_text() + "X = 1  # rebasekit: ignore[RK105] stale\n"
+    )
     unused = [f for f in scan_json(plugin=str(dest))["findings"] if f["code"] == "RK003"]
     assert [(f["plugin"]["path"], f["plugin"]["line"]) for f in unused] == [
-        ("tinyplug/good.py", len((dest / "good.py").read_text().splitlines()))]
+        ("tinyplug/good.py", len((dest / "good.py").read_text().splitlines()))
+    ]
 
 
 # -- human output ------------------------------------------------------------------------
@@ -168,7 +192,9 @@ def test_80_columns_one_block_per_finding(deep_findings):
     assert "┃" not in res.stdout and "│" not in res.stdout  # no squeezed table
     text = " ".join(line.strip() for line in lines)
     for f in deep_findings:
-        header = f"{f['plugin']['path']}:{f['plugin']['line']} {f['code']} {f['severity']} {f['drift']}"
+        header = (
+            f"{f['plugin']['path']}:{f['plugin']['line']} {f['code']} {f['severity']} {f['drift']}"
+        )
         assert header in lines, header
         assert " ".join(f["message"].split()) in text  # the whole message, markup-free
     assert "[forked]" in text or not any("[forked]" in f["message"] for f in deep_findings)

@@ -19,9 +19,16 @@ from rebasekit.scan import scan_plugin
 
 HERE = Path(__file__).parent
 SUITES = [  # (upstream old, upstream new, plugin package)
-    (HERE / "fixtures" / "upstream_old", HERE / "fixtures" / "upstream_new", HERE / "fixtures" / "plugin" / "tinyplug"),
-    (HERE / "fixtures_deep" / "upstream_old", HERE / "fixtures_deep" / "upstream_new",
-     HERE / "fixtures_deep" / "plugin" / "deepplug"),
+    (
+        HERE / "fixtures" / "upstream_old",
+        HERE / "fixtures" / "upstream_new",
+        HERE / "fixtures" / "plugin" / "tinyplug",
+    ),
+    (
+        HERE / "fixtures_deep" / "upstream_old",
+        HERE / "fixtures_deep" / "upstream_new",
+        HERE / "fixtures_deep" / "plugin" / "deepplug",
+    ),
 ]
 _OK = re.compile(r"\bok:\s*(RK\d{3}(?:\s*,\s*RK\d{3})*)")
 
@@ -46,7 +53,9 @@ def scans(tmp_path_factory) -> list[tuple[Path, list]]:
     for old, new, plugin in SUITES:
         out.append((plugin, scan_plugin(str(new), from_=str(old), plugin=plugin).findings))
     variant = _variant(tmp_path_factory.mktemp("cov"), SUITES[0][2])
-    out.append((variant, scan_plugin(str(SUITES[0][1]), from_=str(SUITES[0][0]), plugin=variant).findings))
+    out.append(
+        (variant, scan_plugin(str(SUITES[0][1]), from_=str(SUITES[0][0]), plugin=variant).findings)
+    )
     return out
 
 
@@ -71,9 +80,18 @@ def test_every_code_has_a_positive_case(scans):
 def test_every_code_has_a_negative_case(scans):
     marks = _ok_markers()
     assert sorted(set(CODES) - set(marks)) == [], "codes without an '# ok: CODE' fixture line"
-    flagged = {(f.code, f.plugin.path, f.plugin.line) for plugin, findings in scans[:2] for f in findings if f.plugin}
-    wrong = sorted((code, rel, line) for code, places in marks.items() for rel, line in places
-                   if (code, rel, line) in flagged)
+    flagged = {
+        (f.code, f.plugin.path, f.plugin.line)
+        for plugin, findings in scans[:2]
+        for f in findings
+        if f.plugin
+    }
+    wrong = sorted(
+        (code, rel, line)
+        for code, places in marks.items()
+        for rel, line in places
+        if (code, rel, line) in flagged
+    )
     assert wrong == [], "lines marked ok: CODE are reported with that code"
 
 

@@ -48,7 +48,11 @@ def test_a_bug_exits_3_with_one_line_not_1(monkeypatch):
     res = run("scan", "--plugin", PLUGIN_PROJECT / "tinyplug", "--vllm", NEW)
     assert res.exit_code == 3
     assert "internal error (a bug in rebasekit): RuntimeError: planted bug" in res.stderr
-    assert "--debug" in res.stderr and "REBASEKIT_DEBUG=1" in res.stderr and "Traceback" not in res.output
+    assert (
+        "--debug" in res.stderr
+        and "REBASEKIT_DEBUG=1" in res.stderr
+        and "Traceback" not in res.output
+    )
 
 
 @pytest.mark.parametrize("how", ["env", "option"])
@@ -78,7 +82,9 @@ def test_strict_runner_fails_on_a_crash():
 def test_help_documents_the_exit_codes():
     for args in ([], ["scan"], ["compare-pins"]):
         text = " ".join(run(*args, "--help").stdout.split())
-        assert "2 bad input or an incomplete" in text or "2 bad input or an incomplete ledger" in text, args
+        assert (
+            "2 bad input or an incomplete" in text or "2 bad input or an incomplete ledger" in text
+        ), args
     top = " ".join(run("--help").stdout.split())
     assert "0 clean, 1 findings" in top and "3 internal error" in top
 
@@ -97,7 +103,9 @@ def test_malformed_lock_is_incomplete_in_every_format(project):
     log = json.loads(run(*base, "--sarif").stdout)["runs"][0]
     invocation = log["invocations"][0]
     assert invocation["executionSuccessful"] is False
-    assert [n["descriptor"]["id"] for n in invocation["toolExecutionNotifications"]] == ["lock-unusable"]
+    assert [n["descriptor"]["id"] for n in invocation["toolExecutionNotifications"]] == [
+        "lock-unusable"
+    ]
     allowed = run(*base, "--allow-incomplete", "--json")
     assert allowed.exit_code == 1 and json.loads(allowed.stdout)["findings"]
 
@@ -111,17 +119,26 @@ def test_report_names_the_plugin_and_both_trees(project):
     res = run("scan", "--plugin", project / "tinyplug", "--from", OLD, "--to", NEW)
     flat = " ".join(res.stdout.split())
     assert str(project / "tinyplug") in flat
-    assert f"NEW: {Path(NEW).resolve() / 'vllm'} (2.0.0)" in flat and f"OLD: {Path(OLD).resolve() / 'vllm'} (1.0.0)" in flat
-    doc = json.loads(run("scan", "--plugin", project / "tinyplug", "--from", OLD, "--to", NEW, "--json").stdout)
+    assert (
+        f"NEW: {Path(NEW).resolve() / 'vllm'} (2.0.0)" in flat
+        and f"OLD: {Path(OLD).resolve() / 'vllm'} (1.0.0)" in flat
+    )
+    doc = json.loads(
+        run("scan", "--plugin", project / "tinyplug", "--from", OLD, "--to", NEW, "--json").stdout
+    )
     assert doc["plugin"] == str(project / "tinyplug")
     assert doc["upstream"]["to"]["source"] == NEW and doc["upstream"]["from"]["source"] == OLD
-    sarif = json.loads(run("scan", "--plugin", project / "tinyplug", "--from", OLD, "--to", NEW, "--sarif").stdout)
+    sarif = json.loads(
+        run("scan", "--plugin", project / "tinyplug", "--from", OLD, "--to", NEW, "--sarif").stdout
+    )
     assert sarif["runs"][0]["properties"]["upstream"]["from"]["source"] == OLD
 
 
 def test_sarif_declares_every_base_and_encodes_spaces(project):
     (project / "tinyplug" / "bad.py").rename(project / "tinyplug" / "bad copy.py")
-    run0 = json.loads(run("scan", "--plugin", project / "tinyplug", "--vllm", NEW, "--sarif").stdout)["runs"][0]
+    run0 = json.loads(
+        run("scan", "--plugin", project / "tinyplug", "--vllm", NEW, "--sarif").stdout
+    )["runs"][0]
     bases = run0["originalUriBaseIds"]
     uris = []
     for result in run0["results"]:
@@ -134,7 +151,9 @@ def test_sarif_declares_every_base_and_encodes_spaces(project):
 
 
 def test_patch_base_that_matches_nothing_is_incomplete(project):
-    res = run("scan", "--plugin", project / "tinyplug", "--vllm", NEW, "--patch-base", "Nope", "--json")
+    res = run(
+        "scan", "--plugin", project / "tinyplug", "--vllm", NEW, "--patch-base", "Nope", "--json"
+    )
     assert res.exit_code == 2
     assert [d["kind"] for d in json.loads(res.stdout)["degradations"]] == ["patch-bases-unmatched"]
 
@@ -149,7 +168,11 @@ def test_pyproject_typo_is_an_error_not_the_bundled_plugin(project, monkeypatch)
     (project / "pyproject.toml").write_text("[tool.rebasekit\nplugin = 'tinyplug'\n")
     monkeypatch.chdir(project)
     res = run("scan", "--vllm", NEW)
-    assert res.exit_code == 2 and "is not valid TOML" in res.stderr and "arctic_inference" not in res.output
+    assert (
+        res.exit_code == 2
+        and "is not valid TOML" in res.stderr
+        and "arctic_inference" not in res.output
+    )
 
 
 def test_broken_rebasekit_toml_is_an_error(project):
@@ -168,12 +191,18 @@ def _tree_with(tmp_path: Path, prefix: str) -> Path:
 
 
 def test_upstream_in_a_newer_grammar_keeps_its_findings(project, tmp_path):
-    plain = json.loads(run("scan", "--plugin", project / "tinyplug", "--vllm", NEW, "--json").stdout)
-    newer = _tree_with(tmp_path, "type Batch = list[int]\n\n\ndef ident[T](x: T) -> T:\n    return x\n\n\n")
+    plain = json.loads(
+        run("scan", "--plugin", project / "tinyplug", "--vllm", NEW, "--json").stdout
+    )
+    newer = _tree_with(
+        tmp_path, "type Batch = list[int]\n\n\ndef ident[T](x: T) -> T:\n    return x\n\n\n"
+    )
     res = run("scan", "--plugin", project / "tinyplug", "--vllm", newer, "--json")
     doc = json.loads(res.stdout)
     assert doc["complete"] is True
-    assert sorted(f["code"] for f in doc["findings"]) == sorted(f["code"] for f in plain["findings"])
+    assert sorted(f["code"] for f in doc["findings"]) == sorted(
+        f["code"] for f in plain["findings"]
+    )
 
 
 def test_upstream_file_no_parser_reads_is_incomplete(project, tmp_path):
@@ -190,7 +219,9 @@ def test_newer_grammar_keeps_names_signatures_and_lines():
     names = [getattr(n, "name", None) or n.targets[0].id for n in tree.body[1:]]
     assert names == ["Alias", "Box"] and tree.body[1].lineno == 3 and tree.body[2].lineno == 6
     method = tree.body[2].body[0]
-    assert [a.arg for a in method.args.args] == ["self", "key"] and method.args.kwonlyargs[0].arg == "default"
+    assert [a.arg for a in method.args.args] == ["self", "key"] and method.args.kwonlyargs[
+        0
+    ].arg == "default"
     with pytest.raises(SyntaxError):
         pyparse.parse("def broken(:\n")
 
@@ -219,8 +250,8 @@ def test_wheel_without_the_package_names_a_real_option(tmp_path):
 
 
 def test_runbook_tests_folder_that_matches_nothing(tmp_path):
-    from rebasekit.runbook.testmap import scan_tests
     from rebasekit.errors import InputError
+    from rebasekit.runbook.testmap import scan_tests
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "helpers.py").write_text("X = 1\n")
@@ -237,5 +268,9 @@ def test_a_skipped_upstream_file_is_reported_once(project, tmp_path):
     core.symlink_to(tmp_path / "nowhere.py")  # dangling: the loader skips it
     res = run("scan", "--plugin", project / "tinyplug", "--vllm", tree, "--json")
     assert res.exit_code == 2
-    about_core = [d for d in json.loads(res.stdout)["degradations"] if d["subject"].endswith("vllm/engine/core.py")]
+    about_core = [
+        d
+        for d in json.loads(res.stdout)["degradations"]
+        if d["subject"].endswith("vllm/engine/core.py")
+    ]
     assert len(about_core) == 1 and about_core[0]["kind"] != "file-unparsed"

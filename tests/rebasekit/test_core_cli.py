@@ -14,8 +14,7 @@ from cli_runner import StrictRunner as CliRunner
 from rebasekit.cli import app
 from rebasekit.codes import CODES
 from rebasekit.errors import CacheError
-from rebasekit.upstream import open_tree
-from rebasekit.upstream import wheels
+from rebasekit.upstream import open_tree, wheels
 
 FIX = Path(__file__).parent / "fixtures"
 PLUGIN = str(FIX / "plugin" / "tinyplug")
@@ -39,7 +38,9 @@ def test_exit_codes_and_json():
 
 
 def test_sarif_shape():
-    res = run("scan", "--plugin", PLUGIN, "--from", OLD, "--to", NEW, "--sarif", "--select", "RK1,RK2")
+    res = run(
+        "scan", "--plugin", PLUGIN, "--from", OLD, "--to", NEW, "--sarif", "--select", "RK1,RK2"
+    )
     log = json.loads(res.stdout)
     assert log["version"] == "2.1.0"
     run0 = log["runs"][0]
@@ -48,7 +49,10 @@ def test_sarif_shape():
     for result in run0["results"]:
         assert result["ruleId"] in rule_ids and result["level"] in ("error", "warning", "note")
         loc = result["locations"][0]["physicalLocation"]
-        assert loc["artifactLocation"]["uri"].startswith("tinyplug/") and loc["region"]["startLine"] >= 1
+        assert (
+            loc["artifactLocation"]["uri"].startswith("tinyplug/")
+            and loc["region"]["startLine"] >= 1
+        )
 
 
 def test_table_groups_by_file():
@@ -57,14 +61,17 @@ def test_table_groups_by_file():
     assert "tinyplug/bad.py" in res.stdout and "RK103" in res.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["scan", "--vllm", "/no/such/folder"], "no such folder"),
-    (["scan", "--plugin", "/no/such/plugin", "--vllm", NEW], "does not exist"),
-    (["scan", "--plugin", PLUGIN], "no upstream tree given"),
-    (["scan", "--plugin", PLUGIN, "--vllm", NEW, "--to", OLD], "both name the tree"),
-    (["scan", "--plugin", PLUGIN, "--to", "/tmp/x@main"], "no git repository"),
-    (["scan", "--plugin", PLUGIN, "--vllm", str(FIX)], "not a 'vllm' package folder"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["scan", "--vllm", "/no/such/folder"], "no such folder"),
+        (["scan", "--plugin", "/no/such/plugin", "--vllm", NEW], "does not exist"),
+        (["scan", "--plugin", PLUGIN], "no upstream tree given"),
+        (["scan", "--plugin", PLUGIN, "--vllm", NEW, "--to", OLD], "both name the tree"),
+        (["scan", "--plugin", PLUGIN, "--to", "/tmp/x@main"], "no git repository"),
+        (["scan", "--plugin", PLUGIN, "--vllm", str(FIX)], "not a 'vllm' package folder"),
+    ],
+)
 def test_bad_input_exits_2_without_traceback(args, needle):
     res = run(*args)
     assert res.exit_code == 2
@@ -75,7 +82,9 @@ def test_syntax_error_file_exit_2_but_scans_the_rest(tmp_path):
     dest = tmp_path / "tinyplug"
     shutil.copytree(PLUGIN, dest)
     (dest / "broken.py").write_text("class X(:\n")
-    res = run("scan", "--plugin", str(dest), "--from", OLD, "--to", NEW, "--json", "--select", "RK0,RK1")
+    res = run(
+        "scan", "--plugin", str(dest), "--from", OLD, "--to", NEW, "--json", "--select", "RK0,RK1"
+    )
     assert res.exit_code == 2
     codes = [f["code"] for f in json.loads(res.stdout)["findings"]]
     assert "RK001" in codes and "RK103" in codes
@@ -87,7 +96,12 @@ def test_corpus_show_json():
     data = json.loads(res.stdout)
     good = next(p for p in data["patches"] if p["name"] == "GoodEnginePatch")
     actions = {a["name"]: a["action"] for a in good["attributes"]}
-    assert actions == {"same": "replaces", "passthrough": "replaces", "inherited": "replaces", "brand_new": "adds"}
+    assert actions == {
+        "same": "replaces",
+        "passthrough": "replaces",
+        "inherited": "replaces",
+        "brand_new": "adds",
+    }
     assert good["target"] == "vllm.Engine"  # as the plugin spells it; the index canonicalises
     assert any(c["via_orig"] == "_orig_same" and c["keywords"] == ["c"] for c in data["calls"])
 
@@ -105,7 +119,18 @@ def test_git_ref_tree(tmp_path):
     shutil.rmtree(work / "vllm")  # the object database alone must be enough
     tree = open_tree(f"{work}@v1")
     assert tree.version == "1.0.0" and tree.exists("vllm/engine/core.py")
-    res = run("scan", "--plugin", PLUGIN, "--from", f"{work}@v1", "--vllm-git", f"{work}@v2", "--json", "--select", "RK10")
+    res = run(
+        "scan",
+        "--plugin",
+        PLUGIN,
+        "--from",
+        f"{work}@v1",
+        "--vllm-git",
+        f"{work}@v2",
+        "--json",
+        "--select",
+        "RK10",
+    )
     codes = {f["code"] for f in json.loads(res.stdout)["findings"]}
     assert {"RK103", "RK104", "RK105"} <= codes
     bad = run("scan", "--plugin", PLUGIN, "--vllm-git", f"{work}@nope")
@@ -118,12 +143,23 @@ def test_corrupt_and_partial_cache(tmp_path, monkeypatch):
     shutil.copytree(Path(NEW) / "vllm", dest / "vllm")
     res = run("scan", "--plugin", PLUGIN, "--vllm-version", "9.9.9")
     assert res.exit_code == 2 and "partial" in res.stderr and str(dest) in res.stderr
-    files = {p.relative_to(dest).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in dest.rglob("*.py")}
+    files = {
+        p.relative_to(dest).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in dest.rglob("*.py")
+    }
     digest = hashlib.sha256()
     for rel in sorted(files):
         digest.update(rel.encode() + b"\0" + bytes.fromhex(files[rel]))
-    (dest / wheels.MANIFEST).write_text(json.dumps({"format": wheels.MANIFEST_FORMAT, "count": len(files),
-                                                    "sha256": digest.hexdigest(), "files": files}))
+    (dest / wheels.MANIFEST).write_text(
+        json.dumps(
+            {
+                "format": wheels.MANIFEST_FORMAT,
+                "count": len(files),
+                "sha256": digest.hexdigest(),
+                "files": files,
+            }
+        )
+    )
     assert open_tree("9.9.9").version == "9.9.9"
     core = dest / "vllm" / "engine" / "core.py"
     original = core.read_bytes()
@@ -157,7 +193,9 @@ def test_error_text_with_brackets_is_printed_verbatim():
     @probe.command()
     @handle_errors
     def fail() -> None:
-        raise PluginError('no [tool.rebasekit] plugin = "..." found', hint="set [tool.rebasekit] plugin")
+        raise PluginError(
+            'no [tool.rebasekit] plugin = "..." found', hint="set [tool.rebasekit] plugin"
+        )
 
     out = CliRunner().invoke(probe, [])
     assert out.exit_code == 2

@@ -30,7 +30,9 @@ def _index(spec: str) -> CodeIndex:
 
 
 def _scan(**kw):
-    return scan_plugin(_index(NEW), from_=_index(OLD), plugin=PLUGIN, select=("RK0", "RK1", "RK2"), **kw)
+    return scan_plugin(
+        _index(NEW), from_=_index(OLD), plugin=PLUGIN, select=("RK0", "RK1", "RK2"), **kw
+    )
 
 
 def _marked(path: Path) -> set[tuple[int, str]]:
@@ -71,7 +73,10 @@ def test_suggestions_and_drift():
     by = {(f.code, f.details.get("subject")): f for f in _scan().findings}
     moved = by[("RK103", "vllm.engine.core.Scheduler")]
     assert moved.suggestion == "from vllm.sched.scheduler import Scheduler"
-    assert by[("RK104", "vllm.engine.core.to_rename")].suggestion == "from vllm.engine.core import renamed_fn as to_rename"
+    assert (
+        by[("RK104", "vllm.engine.core.to_rename")].suggestion
+        == "from vllm.engine.core import renamed_fn as to_rename"
+    )
     assert by[("RK202", "vllm.engine.core.Scheduler")].upstream.path == "vllm/sched/scheduler.py"
     added = by[("RK210", "__init__:mm_cache")]
     assert "default None" in added.message and added.severity is Severity.WARNING
@@ -91,7 +96,9 @@ def test_clean_at_old_for_new_only_codes():
 def test_suppressions_select_ignore():
     result = _scan()
     assert {f.details["subject"] for f in result.suppressed} == {
-        "vllm.engine.core.Suppressed", "vllm.engine.core.SuppressedAbove"}
+        "vllm.engine.core.Suppressed",
+        "vllm.engine.core.SuppressedAbove",
+    }
     only = scan_plugin(_index(NEW), plugin=PLUGIN, select=("RK21",))
     assert only.findings and all(f.code.startswith("RK21") for f in only.findings)
     ignored = scan_plugin(_index(NEW), plugin=PLUGIN, select=("RK2",), ignore=("RK21",))
@@ -99,8 +106,13 @@ def test_suppressions_select_ignore():
 
 
 def test_syntax_error_does_not_stop_scan(tmp_path):
-    result = scan_plugin(_index(NEW), from_=_index(OLD), plugin=_broken_copy(tmp_path),
-                          patch_bases=("Patch",), select=("RK0", "RK1", "RK2"))
+    result = scan_plugin(
+        _index(NEW),
+        from_=_index(OLD),
+        plugin=_broken_copy(tmp_path),
+        patch_bases=("Patch",),
+        select=("RK0", "RK1", "RK2"),
+    )
     codes = [f.code for f in result.findings]
     assert codes.count("RK001") == 1
     assert "RK103" in codes and "RK210" in codes  # the other files were still scanned

@@ -57,7 +57,11 @@ def signatures(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(signatures(), st.integers(0, 4), st.lists(st.sampled_from(NAMES + ["zz"]), unique=True, max_size=3))
+@given(
+    signatures(),
+    st.integers(0, 4),
+    st.lists(st.sampled_from(NAMES + ["zz"]), unique=True, max_size=3),
+)
 def test_binding_agrees_with_python(src, n_positional, keywords):
     namespace: dict = {}
     exec(src, namespace)

@@ -26,9 +26,13 @@ def _subjects(findings, code):
 def test_rk301_call_binding(findings):
     msgs = {f.details["callee"]: f for f in _by(findings, "RK301")}
     # positives: new required arg (constructor + super() delegation), removed keyword
-    assert msgs["vllm.layers.quant.Fp8Method"].details["problems"] == ["missing required argument 'layer'"]
+    assert msgs["vllm.layers.quant.Fp8Method"].details["problems"] == [
+        "missing required argument 'layer'"
+    ]
     assert "'dtype'" in msgs["vllm.layers.linear.LinearBase.__init__"].message
-    assert msgs["vllm.layers.quant.pick_method"].details["problems"] == ["unexpected keyword argument 'strict'"]
+    assert msgs["vllm.layers.quant.pick_method"].details["problems"] == [
+        "unexpected keyword argument 'strict'"
+    ]
     # the constructor call moved upstream from __init__ to create_weights: say where
     assert "Linear.create_weights" in msgs["vllm.layers.quant.Fp8Method"].details["moved_to"]
     # negatives: split_rows only gained an optional arg; the _orig_ __init__ call still binds
@@ -39,7 +43,9 @@ def test_rk301_call_binding(findings):
 
 def test_rk302_return_shape(findings):
     found = _by(findings, "RK302")
-    assert [f.details["callee"] for f in found] == ["vllm.layers.quant.split_scales"]  # not split_rows
+    assert [f.details["callee"] for f in found] == [
+        "vllm.layers.quant.split_scales"
+    ]  # not split_rows
     assert "single value" in found[0].message and "2-tuple" in found[0].message
 
 
@@ -57,7 +63,9 @@ def test_rk303_rk304_instance_attributes(findings):
 
 def test_rk401_parallel_implementation(findings):
     found = _by(findings, "RK401")
-    assert [f.details["twin"] for f in found] == ["vllm.worker.v2.runner.Runner"]  # Scheduler has no twin
+    assert [f.details["twin"] for f in found] == [
+        "vllm.worker.v2.runner.Runner"
+    ]  # Scheduler has no twin
     sel = found[0].details["selectors"][0]
     assert sel["path"] == "vllm/worker/worker.py" and sel["condition"] == "self.use_v2_runner"
     assert sel["env_vars"] == ["VLLM_USE_V2_RUNNER"]
@@ -68,7 +76,9 @@ def test_rk401_parallel_implementation(findings):
 def test_rk402_mirrored_bodies(findings):
     found = {f.plugin.symbol: f for f in _by(findings, "RK402")}
     assert found["RunnerPatch.execute"].details["mirrors"] is True
-    assert "-            return None" not in found["RunnerPatch.execute"].details["diff"]  # upstream diff, not ours
+    assert (
+        "-            return None" not in found["RunnerPatch.execute"].details["diff"]
+    )  # upstream diff, not ours
     assert "+        return []" in found["RunnerPatch.execute"].details["diff"]
     assert "RunnerPatch.finish" in found
     assert "RunnerPatch.prepare" not in found  # copied, but upstream did not change it
@@ -77,12 +87,20 @@ def test_rk402_mirrored_bodies(findings):
 
 def test_rk403_rk404_forks(findings):
     forks = {f.plugin.path: f for f in _by(findings, "RK403")}
-    assert set(forks) == {"deepplug/mathx_fork.py"}  # text_fork.py (pyproject-declared) is unchanged upstream
+    assert set(forks) == {
+        "deepplug/mathx_fork.py"
+    }  # text_fork.py (pyproject-declared) is unchanged upstream
     changes = {c["qualname"]: c for c in forks["deepplug/mathx_fork.py"].details["changes"]}
-    assert changes["round_up"]["forked"] is True and changes["align"] == {"qualname": "align", "status": "added", "forked": False}
+    assert changes["round_up"]["forked"] is True and changes["align"] == {
+        "qualname": "align",
+        "status": "added",
+        "forked": False,
+    }
     assert "cdiv" not in changes
     undeclared = _by(findings, "RK404")
-    assert [f.plugin.path for f in undeclared] == ["deepplug/tokfork.py"]  # misc.py shares names, not bodies
+    assert [f.plugin.path for f in undeclared] == [
+        "deepplug/tokfork.py"
+    ]  # misc.py shares names, not bodies
     assert undeclared[0].details["declaration"] == "# rebasekit: fork-of vllm/utils/tokens.py@1.0.0"
 
 

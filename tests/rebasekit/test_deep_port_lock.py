@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import json
 
-from deep_helpers import NEW, OLD, PLUGIN, copy_fixtures
 from cli_runner import StrictRunner as CliRunner
+from deep_helpers import NEW, OLD, PLUGIN, copy_fixtures
 
 from rebasekit.cli import app
 
@@ -24,7 +24,7 @@ def _func_block(text, cls, name):
         if isinstance(node, ast.ClassDef) and node.name == cls:
             for f in node.body:
                 if isinstance(f, ast.FunctionDef) and f.name == name:
-                    return "".join(lines[f.lineno - 1:f.end_lineno])
+                    return "".join(lines[f.lineno - 1 : f.end_lineno])
     raise AssertionError(name)
 
 
@@ -34,14 +34,19 @@ def test_port_merges_clean_override_and_marks_conflict(tmp_path):
     runner_py = plugin / "runner.py"
     before = runner_py.read_text()
     untouched = [_func_block(before, "RunnerPatch", n) for n in ("__init__", "prepare")]
-    result = _run("port", "--to", fx / "upstream_new", "--from", fx / "upstream_old", "--plugin", plugin)
+    result = _run(
+        "port", "--to", fx / "upstream_new", "--from", fx / "upstream_old", "--plugin", plugin
+    )
     assert result.exit_code == 1, result.output  # one conflict remains
     after = runner_py.read_text()
     # clean: both our change (* 2) and upstream's (return []) are in execute
     execute = after.split("def execute")[1].split("def finish")[0]
     assert "self.prepare(batch) * 2" in execute and "return []" in execute
     # conflict: finish carries markers with both sides
-    assert "<<<<<<< plugin\n        result.sort(key=abs)\n=======\n        result.sort(reverse=True)\n>>>>>>>" in after
+    assert (
+        "<<<<<<< plugin\n        result.sort(key=abs)\n=======\n        result.sort(reverse=True)\n>>>>>>>"
+        in after
+    )
     # overrides without upstream drift are byte-identical; so is everything outside the merged defs
     for block in untouched:
         assert block in after
@@ -50,19 +55,41 @@ def test_port_merges_clean_override_and_marks_conflict(tmp_path):
     # the fork merged upstream's round_up fix, kept our cdiv, and moved its header to the new pin
     fork = (plugin / "mathx_fork.py").read_text()
     assert fork.startswith("# rebasekit: fork-of vllm/utils/mathx.py@1.1.0\n")
-    assert "(a + b - 1) // b" in fork and "multiple must be positive" in fork and "def align" in fork
+    assert (
+        "(a + b - 1) // b" in fork and "multiple must be positive" in fork and "def align" in fork
+    )
 
 
 def test_port_dry_run_writes_nothing_and_skip_conflicts(tmp_path):
     fx = copy_fixtures(tmp_path)
     plugin = fx / "plugin" / "deepplug"
     before = {p.name: p.read_text() for p in plugin.glob("*.py")}
-    dry = _run("port", "--to", fx / "upstream_new", "--from", fx / "upstream_old", "--plugin", plugin, "--dry-run")
+    dry = _run(
+        "port",
+        "--to",
+        fx / "upstream_new",
+        "--from",
+        fx / "upstream_old",
+        "--plugin",
+        plugin,
+        "--dry-run",
+    )
     assert dry.exit_code == 1
-    assert "+            return []" in dry.output and "+# rebasekit: fork-of vllm/utils/mathx.py@1.1.0" in dry.output
+    assert (
+        "+            return []" in dry.output
+        and "+# rebasekit: fork-of vllm/utils/mathx.py@1.1.0" in dry.output
+    )
     assert {p.name: p.read_text() for p in plugin.glob("*.py")} == before
-    skip = _run("port", "--to", fx / "upstream_new", "--from", fx / "upstream_old", "--plugin", plugin,
-                "--skip-conflicts")
+    skip = _run(
+        "port",
+        "--to",
+        fx / "upstream_new",
+        "--from",
+        fx / "upstream_old",
+        "--plugin",
+        plugin,
+        "--skip-conflicts",
+    )
     assert "--- theirs (upstream 1.1.0) ---" in skip.output
     assert "<<<<<<<" not in (plugin / "runner.py").read_text()
     assert "return []" in (plugin / "runner.py").read_text()
@@ -71,17 +98,23 @@ def test_port_dry_run_writes_nothing_and_skip_conflicts(tmp_path):
 def test_port_without_drift_is_a_no_op(tmp_path):
     fx = copy_fixtures(tmp_path)
     plugin = fx / "plugin" / "deepplug"
-    result = _run("port", "--to", fx / "upstream_old", "--from", fx / "upstream_old", "--plugin", plugin)
+    result = _run(
+        "port", "--to", fx / "upstream_old", "--from", fx / "upstream_old", "--plugin", plugin
+    )
     assert result.exit_code == 0 and "nothing to port" in result.output
 
 
 def test_diff_method_unified_and_errors():
-    out = _run("diff-method", "vllm.worker.runner.Runner.finish", "--from", OLD, "--to", NEW, "--unified")
+    out = _run(
+        "diff-method", "vllm.worker.runner.Runner.finish", "--from", OLD, "--to", NEW, "--unified"
+    )
     assert out.exit_code == 1
     assert "-    result.sort()\n+    result.sort(reverse=True)" in out.output
     same = _run("diff-method", "vllm.worker.runner.Runner.prepare", "--from", OLD, "--to", NEW)
     assert same.exit_code == 0 and "unchanged" in same.output
-    cls = _run("diff-method", "vllm.layers.quant.ScaleSplit", "--from", OLD, "--to", NEW, "--unified")
+    cls = _run(
+        "diff-method", "vllm.layers.quant.ScaleSplit", "--from", OLD, "--to", NEW, "--unified"
+    )
     assert cls.exit_code == 1 and "+class ScaleSplit:" in cls.output
     bad = _run("diff-method", "vllm.nothing.here", "--from", OLD, "--to", NEW)
     assert bad.exit_code == 2 and "Traceback" not in bad.output
@@ -100,8 +133,17 @@ def test_lock_is_deterministic_and_verify_detects_staleness(tmp_path):
     runner_patch = next(p for p in data["patches"] if p["patch"] == "deepplug.runner.RunnerPatch")
     execute = next(a for a in runner_patch["attributes"] if a["name"] == "execute")
     assert execute["mirrors"] is True and execute["action"] == "replace"
-    assert {r["attr"] for r in runner_patch["reads"]} == {"positions", "block_size", "max_len", "seq_lens"}
-    assert {f["file"] for f in data["forks"]} == {"deepplug/mathx_fork.py", "deepplug/text_fork.py", "deepplug/tokfork.py"}
+    assert {r["attr"] for r in runner_patch["reads"]} == {
+        "positions",
+        "block_size",
+        "max_len",
+        "seq_lens",
+    }
+    assert {f["file"] for f in data["forks"]} == {
+        "deepplug/mathx_fork.py",
+        "deepplug/text_fork.py",
+        "deepplug/tokfork.py",
+    }
 
     ok = _run("corpus", "verify", "--plugin", plugin, "--vllm", fx / "upstream_old")
     assert ok.exit_code == 0, ok.output
@@ -110,7 +152,9 @@ def test_lock_is_deterministic_and_verify_detects_staleness(tmp_path):
     assert stale.exit_code == 1 and '+      "signature": "(quant_config, layer)"' in stale.output
     # stale against plugin code: a changed override body
     runner_py = plugin / "runner.py"
-    runner_py.write_text(runner_py.read_text().replace("total += len(req) + 1", "total += len(req) + 2"))
+    runner_py.write_text(
+        runner_py.read_text().replace("total += len(req) + 1", "total += len(req) + 2")
+    )
     edited = _run("corpus", "verify", "--plugin", plugin, "--vllm", fx / "upstream_old")
     assert edited.exit_code == 1 and "plugin_fingerprint" in edited.output
 

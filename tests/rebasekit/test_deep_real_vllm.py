@@ -45,9 +45,15 @@ def test_copied_override_of_real_method(tmp_path, indexes):
         "from vllm.v1.worker.gpu_model_runner import GPUModelRunner\n\n\n"
         "class WorkerPatch(ArcticPatch[Worker]):\n" + textwrap.indent(sleep.source, "    ") + "\n\n"
         "class RunnerPatch(ArcticPatch[GPUModelRunner]):\n"
-        "    def execute_model(self, *args, **kwargs):\n        return None\n")
-    result = scan_plugin(indexes["0.27.0"], from_=indexes["0.26.0"], plugin=pkg,
-                         patch_bases=["ArcticPatch"], select=["RK4"])
+        "    def execute_model(self, *args, **kwargs):\n        return None\n"
+    )
+    result = scan_plugin(
+        indexes["0.27.0"],
+        from_=indexes["0.26.0"],
+        plugin=pkg,
+        patch_bases=["ArcticPatch"],
+        select=["RK4"],
+    )
     mirrored = {f.plugin.symbol: f for f in result.findings if f.code == "RK402"}
     assert mirrored["WorkerPatch.sleep"].details["mirrors"] is True
     assert "@@" in mirrored["WorkerPatch.sleep"].details["diff"]
@@ -59,15 +65,27 @@ def test_copied_override_of_real_method(tmp_path, indexes):
 
 
 def test_diff_method_on_real_trees():
-    out = CliRunner().invoke(app, ["diff-method", "vllm.v1.worker.gpu_worker.Worker.sleep",
-                                   "--from", "0.26.0", "--to", "0.27.0", "--unified"])
+    out = CliRunner().invoke(
+        app,
+        [
+            "diff-method",
+            "vllm.v1.worker.gpu_worker.Worker.sleep",
+            "--from",
+            "0.26.0",
+            "--to",
+            "0.27.0",
+            "--unified",
+        ],
+    )
     assert out.exit_code == 1 and out.output.startswith("--- 0.26.0: vllm/v1/worker/gpu_worker.py")
 
 
 def test_project_lock_is_current():
     """The committed rebasekit.lock.json matches the pinned vLLM and the plugin as it is now."""
     out = CliRunner().invoke(app, ["corpus", "verify"])
-    assert out.exit_code == 0, f"stale or missing lock; regenerate with `rebasekit corpus lock`:\n{out.output}"
+    assert out.exit_code == 0, (
+        f"stale or missing lock; regenerate with `rebasekit corpus lock`:\n{out.output}"
+    )
 
 
 def test_drift_between_two_pins_is_new_even_when_the_lock_pins_a_third(indexes):
@@ -78,5 +96,7 @@ def test_drift_between_two_pins_is_new_even_when_the_lock_pins_a_third(indexes):
     change would be reported as already present at 0.24.0.
     """
     result = scan_plugin(indexes["0.26.0"], from_=indexes["0.24.0"], select=["RK402"])
-    assert result.findings, "the plugin wraps methods whose bodies changed between 0.24.0 and 0.26.0"
+    assert result.findings, (
+        "the plugin wraps methods whose bodies changed between 0.24.0 and 0.26.0"
+    )
     assert {f.drift for f in result.findings} == {Drift.NEW}

@@ -18,12 +18,18 @@ from rebasekit.scan import scan_plugin
 
 @pytest.fixture(scope="module")
 def fixture_findings():
-    return {f.plugin.path: f for f in scan_plugin(str(NEW), from_=str(OLD), plugin=PLUGIN,
-                                                  select=["RK403", "RK404"]).findings}
+    return {
+        f.plugin.path: f
+        for f in scan_plugin(
+            str(NEW), from_=str(OLD), plugin=PLUGIN, select=["RK403", "RK404"]
+        ).findings
+    }
 
 
 def make_plugin(root: Path, files: dict[str, str]) -> Path:
-    (root / "pyproject.toml").write_text('[project]\nname = "tp"\nversion = "0"\n\n[tool.rebasekit]\nplugin = "tp"\n')
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "tp"\nversion = "0"\n\n[tool.rebasekit]\nplugin = "tp"\n'
+    )
     (root / "tp").mkdir()
     (root / "tp" / "__init__.py").write_text("")
     for name, text in files.items():
@@ -36,11 +42,18 @@ def test_fork_with_a_changed_forked_definition(fixture_findings) -> None:
     assert f.code == "RK403" and f.severity is Severity.WARNING
     assert f.plugin == Location("deepplug/mathx_fork.py", 1, None, None)
     assert f.upstream == Location("vllm/utils/mathx.py")
-    assert f.message == ("fork deepplug/mathx_fork.py of vllm/utils/mathx.py@1.0.0: upstream changed by 1.1.0: "
-                         "align added; round_up changed [forked] — 1 forked definition(s) affected: round_up")
-    assert f.suggestion == "run `rebasekit port --to 1.1.0` to merge, then bump the fork header to @1.1.0"
-    assert f.details["changes"] == [{"qualname": "align", "status": "added", "forked": False},
-                                    {"qualname": "round_up", "status": "changed", "forked": True}]
+    assert f.message == (
+        "fork deepplug/mathx_fork.py of vllm/utils/mathx.py@1.0.0: upstream changed by 1.1.0: "
+        "align added; round_up changed [forked] — 1 forked definition(s) affected: round_up"
+    )
+    assert (
+        f.suggestion
+        == "run `rebasekit port --to 1.1.0` to merge, then bump the fork header to @1.1.0"
+    )
+    assert f.details["changes"] == [
+        {"qualname": "align", "status": "added", "forked": False},
+        {"qualname": "round_up", "status": "changed", "forked": True},
+    ]
     assert f.details["subject"] == "vllm/utils/mathx.py|align,round_up"
     assert f.details["declared_by"] == "header"
     assert "+    if multiple <= 0:" in f.details["diffs"]["round_up"]
@@ -50,18 +63,33 @@ def test_undeclared_copy_is_rk404_with_the_header_to_add(fixture_findings) -> No
     f = fixture_findings["deepplug/tokfork.py"]
     assert f.code == "RK404" and f.plugin == Location("deepplug/tokfork.py", 1, None, None)
     assert f.upstream == Location("vllm/utils/tokens.py")
-    assert f.message == ("deepplug/tokfork.py copies vllm/utils/tokens.py (3 of 3 shared definitions alike: "
-                         "count_tokens, join_tokens, truncate_tokens) but declares no fork; treated as a fork at 1.0.0")
+    assert f.message == (
+        "deepplug/tokfork.py copies vllm/utils/tokens.py (3 of 3 shared definitions alike: "
+        "count_tokens, join_tokens, truncate_tokens) but declares no fork; treated as a fork at 1.0.0"
+    )
     header = "# rebasekit: fork-of vllm/utils/tokens.py@1.0.0"
-    assert f.suggestion == f"add `{header}` as the file's first line (or a [tool.rebasekit.forks] entry)"
+    assert (
+        f.suggestion
+        == f"add `{header}` as the file's first line (or a [tool.rebasekit.forks] entry)"
+    )
     assert f.details["declaration"] == header
-    assert f.details["similar"] == f.details["shared"] == ["count_tokens", "join_tokens", "truncate_tokens"]
+    assert (
+        f.details["similar"]
+        == f.details["shared"]
+        == ["count_tokens", "join_tokens", "truncate_tokens"]
+    )
 
 
 def test_change_outside_the_forked_definitions_is_info(tmp_path: Path) -> None:
-    plugin = make_plugin(tmp_path, {"m.py": (
-        "# rebasekit: fork-of vllm/utils/mathx.py@1.0.0\n"
-        "def cdiv(a, b):\n    return -(a // -b)\n")})
+    plugin = make_plugin(
+        tmp_path,
+        {
+            "m.py": (
+                "# rebasekit: fork-of vllm/utils/mathx.py@1.0.0\n"
+                "def cdiv(a, b):\n    return -(a // -b)\n"
+            )
+        },
+    )
     (f,) = scan_plugin(str(NEW), from_=str(OLD), plugin=plugin, select=["RK403"]).findings
     assert f.severity is Severity.INFO
     assert f.message.endswith("align added; round_up changed — none of the forked definitions")
@@ -69,7 +97,9 @@ def test_change_outside_the_forked_definitions_is_info(tmp_path: Path) -> None:
 
 
 def test_fork_of_a_file_upstream_removed(tmp_path: Path) -> None:
-    plugin = make_plugin(tmp_path, {"gone.py": "# rebasekit: fork-of vllm/config.py@1.1.0\ndef f():\n    return 1\n"})
+    plugin = make_plugin(
+        tmp_path, {"gone.py": "# rebasekit: fork-of vllm/config.py@1.1.0\ndef f():\n    return 1\n"}
+    )
     (f,) = scan_plugin(str(OLD), from_=str(NEW), plugin=plugin, select=["RK403"]).findings
     assert f.severity is Severity.WARNING and f.plugin == Location("tp/gone.py", 1, None, None)
     assert f.message == "fork tp/gone.py: upstream vllm/config.py no longer exists at 1.0.0"
@@ -78,10 +108,16 @@ def test_fork_of_a_file_upstream_removed(tmp_path: Path) -> None:
 
 
 def test_fork_whose_recorded_base_cannot_be_read(tmp_path: Path) -> None:
-    plugin = make_plugin(tmp_path, {"bad.py": "\n# rebasekit: fork-of vllm/nothere.py@1.1.0\ndef g():\n    return 1\n"})
+    plugin = make_plugin(
+        tmp_path,
+        {"bad.py": "\n# rebasekit: fork-of vllm/nothere.py@1.1.0\ndef g():\n    return 1\n"},
+    )
     (f,) = scan_plugin(str(OLD), from_=str(NEW), plugin=plugin, select=["RK403"]).findings
     assert f.severity is Severity.WARNING
     assert f.plugin == Location("tp/bad.py", 2, None, None)  # the header's line
-    assert f.message == "fork tp/bad.py: cannot read the recorded upstream (vllm/nothere.py does not exist at 1.1.0)"
+    assert (
+        f.message
+        == "fork tp/bad.py: cannot read the recorded upstream (vllm/nothere.py does not exist at 1.1.0)"
+    )
     assert f.suggestion == "fix the fork declaration's path@version"
     assert f.details["subject"] == "vllm/nothere.py|base"

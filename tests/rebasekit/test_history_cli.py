@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from history_gitrepo import GitRepo, pyproject
 from cli_runner import StrictRunner as CliRunner
+from history_gitrepo import GitRepo, pyproject
 
 from rebasekit.cli import app
 
@@ -27,7 +27,11 @@ def test_table_has_legend_with_branches_and_commits(tmp_path):
     repo = make(tmp_path)
     result = invoke("--repo", str(repo.root), "--history")
     assert result.exit_code == 0, result.output
-    assert "C1  0.24.0 (extra)" in result.output and "commit" in result.output and "first pin" in result.output
+    assert (
+        "C1  0.24.0 (extra)" in result.output
+        and "commit" in result.output
+        and "first pin" in result.output
+    )
     assert "branch main, tip" in result.output and "branch rebase/vllm_v0.27.0" in result.output
 
 
@@ -50,9 +54,12 @@ def test_bad_input_exits_2_without_traceback(tmp_path):
     repo = make(tmp_path)
     bad = tmp_path / "bad.toml"
     bad.write_text('[[probe]]\nlabel = "x"\nfile = "a"\nregex = "("\n')
-    for args in (["--repo", str(tmp_path / "nowhere")], ["--repo", str(repo.root), "--history", "nope"],
-                 ["--repo", str(repo.root), "--probes", str(bad)],
-                 ["--repo", str(repo.root), "--probes", str(tmp_path / "missing.toml")]):
+    for args in (
+        ["--repo", str(tmp_path / "nowhere")],
+        ["--repo", str(repo.root), "--history", "nope"],
+        ["--repo", str(repo.root), "--probes", str(bad)],
+        ["--repo", str(repo.root), "--probes", str(tmp_path / "missing.toml")],
+    ):
         result = invoke(*args)
         assert result.exit_code == 2, (args, result.output)
         assert "error:" in result.output and "Traceback" not in result.output

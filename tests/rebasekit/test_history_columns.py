@@ -12,7 +12,9 @@ from rebasekit.history.compare import CompareOptions, compare_pins
 
 def columns(root, **options):
     ledger = compare_pins(root, CompareOptions(**options))
-    return [(c.kind, c.name if c.kind != "commit" else c.info.subject, c.header) for c in ledger.columns]
+    return [
+        (c.kind, c.name if c.kind != "commit" else c.info.subject, c.header) for c in ledger.columns
+    ]
 
 
 @pytest.fixture
@@ -22,8 +24,10 @@ def bumped(tmp_path):
     repo.commit("start at 0.24", {"pyproject.toml": pyproject("0.24.0", bench="0.30.0")})
     repo.commit("bump to 0.25.1", {"pyproject.toml": pyproject("0.25.1", bench="0.31.0")})
     repo.commit("docs", {"README.md": "hello\n"})
-    repo.commit("bench baseline only", {"pyproject.toml": pyproject("0.25.1", bench="0.40.0",
-                                                                    comment="0.99.0")})
+    repo.commit(
+        "bench baseline only",
+        {"pyproject.toml": pyproject("0.25.1", bench="0.40.0", comment="0.99.0")},
+    )
     repo.commit("bump to 0.26.0", {"pyproject.toml": pyproject("0.26.0", bench="0.40.0")})
     return repo
 
@@ -31,8 +35,10 @@ def bumped(tmp_path):
 def test_without_history_only_branches(bumped):
     bumped.branch("rebase/vllm_v0.27.0")
     bumped.branch("feature/x")  # not a rebase branch
-    assert columns(bumped.root) == [("branch", "main", "0.26.0"),
-                                    ("branch", "rebase/vllm_v0.27.0", "0.26.0")]
+    assert columns(bumped.root) == [
+        ("branch", "main", "0.26.0"),
+        ("branch", "rebase/vllm_v0.27.0", "0.26.0"),
+    ]
 
 
 def test_history_adds_first_commit_of_each_pin(bumped):
@@ -68,8 +74,11 @@ def test_merge_bumps_count_on_first_parent_only(tmp_path):
     repo.branch("rebase/vllm_v0.9")
     got = columns(repo.root, history="")
     # 0.9.0.1 lived only on the side branch; the merge is where main took 0.10.1.
-    assert got == [("commit", "start", "0.8.0"), ("branch", "main", "0.10.1"),
-                   ("branch", "rebase/vllm_v0.9", "0.10.1")]
+    assert got == [
+        ("commit", "start", "0.8.0"),
+        ("branch", "main", "0.10.1"),
+        ("branch", "rebase/vllm_v0.9", "0.10.1"),
+    ]
     mined = compare_pins(repo.root, CompareOptions(history="main", branch_globs=("none",)))
     assert mined.columns[0].kind == "commit"
     # REF can be any ref: the side branch's own history shows the intermediate pin.
@@ -103,8 +112,10 @@ def test_pin_moving_back_keeps_first_commit_per_pin(tmp_path):
     repo.commit("back to 0.24", {"pyproject.toml": pyproject("0.24.0")})
     repo.commit("0.26 again", {"pyproject.toml": pyproject("0.26.0")})
     repo.commit("back to 0.24 for good", {"pyproject.toml": pyproject("0.24.0")})
-    assert columns(repo.root, history="") == [("branch", "main", "0.24.0"),
-                                              ("commit", "0.26", "0.26.0")]
+    assert columns(repo.root, history="") == [
+        ("branch", "main", "0.24.0"),
+        ("commit", "0.26", "0.26.0"),
+    ]
 
 
 def test_worktree_placed_by_version(bumped):
@@ -117,12 +128,25 @@ def test_worktree_placed_by_version(bumped):
 def test_constant_pin_and_missing_pin(tmp_path):
     repo = GitRepo(tmp_path / "r")
     repo.commit("no pin yet", {"pyproject.toml": "[project]\nname='p'\n"})
-    repo.commit("constant", {"plug/vllm/plugin.py": 'VLLM_PATCH_VERSION = "0.5.0"\n',
-                             "pyproject.toml": '[tool.rebasekit]\nplugin = "plug"\n'})
-    repo.commit("extra", {"pyproject.toml": '[tool.rebasekit]\nplugin = "plug"\n'
-                                            '[project.optional-dependencies]\nvllm = ["vllm==0.6.0"]\n'})
+    repo.commit(
+        "constant",
+        {
+            "plug/vllm/plugin.py": 'VLLM_PATCH_VERSION = "0.5.0"\n',
+            "pyproject.toml": '[tool.rebasekit]\nplugin = "plug"\n',
+        },
+    )
+    repo.commit(
+        "extra",
+        {
+            "pyproject.toml": '[tool.rebasekit]\nplugin = "plug"\n'
+            '[project.optional-dependencies]\nvllm = ["vllm==0.6.0"]\n'
+        },
+    )
     ledger = compare_pins(repo.root, CompareOptions(history=""))
-    assert [(c.header, c.pin.origin) for c in ledger.columns] == [("0.5.0", "constant"), ("0.6.0", "extra")]
+    assert [(c.header, c.pin.origin) for c in ledger.columns] == [
+        ("0.5.0", "constant"),
+        ("0.6.0", "extra"),
+    ]
 
 
 def test_bad_inputs(tmp_path):

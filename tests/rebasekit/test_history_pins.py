@@ -6,7 +6,14 @@ import pytest
 from history_gitrepo import pyproject
 
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, UnreadablePin, constant_value, pin_from_pyproject, read_pin, version_key
+from rebasekit.history.pins import (
+    PinSource,
+    UnreadablePin,
+    constant_value,
+    pin_from_pyproject,
+    read_pin,
+    version_key,
+)
 from rebasekit.history.settings import settings_from_text
 
 SOURCE = PinSource(constant_file="plug/plugin.py")
@@ -17,15 +24,18 @@ def test_extra_wins_over_comments_and_other_extras():
     assert pin_from_pyproject(text, SOURCE) == "0.26.0"
 
 
-@pytest.mark.parametrize("entry, expected", [
-    ("'vllm==0.27.0'", "0.27.0"),
-    ('"vllm == 0.27.1"', "0.27.1"),
-    ('"vllm[tensorizer]==0.28.0; python_version >= \'3.10\'"', "0.28.0"),
-    ('"VLLM===0.9.0.1"', "0.9.0.1"),
-    ('"vllm>=0.26"', None),  # not an exact pin
-    ('"vllm==0.26.*"', None),
-    ('"torch==2.11.0"', None),
-])
+@pytest.mark.parametrize(
+    "entry, expected",
+    [
+        ("'vllm==0.27.0'", "0.27.0"),
+        ('"vllm == 0.27.1"', "0.27.1"),
+        ("\"vllm[tensorizer]==0.28.0; python_version >= '3.10'\"", "0.28.0"),
+        ('"VLLM===0.9.0.1"', "0.9.0.1"),
+        ('"vllm>=0.26"', None),  # not an exact pin
+        ('"vllm==0.26.*"', None),
+        ('"torch==2.11.0"', None),
+    ],
+)
 def test_requirement_forms(entry, expected):
     text = f"[project.optional-dependencies]\nvllm = [\n  # note\n  {entry},  # trailing\n]\n"
     assert pin_from_pyproject(text, SOURCE) == expected
@@ -62,13 +72,21 @@ def test_constant_ignores_nested_and_non_string_bindings():
 
 def test_versions_sort_as_versions():
     pins = ["0.10.1", "0.9.0.1", "0.26.0", "0.9.1", "weird", "0.26.0rc1"]
-    assert sorted(pins, key=version_key) == ["0.9.0.1", "0.9.1", "0.10.1", "0.26.0rc1", "0.26.0", "weird"]
+    assert sorted(pins, key=version_key) == [
+        "0.9.0.1",
+        "0.9.1",
+        "0.10.1",
+        "0.26.0rc1",
+        "0.26.0",
+        "weird",
+    ]
 
 
 def test_settings_read_pin_source_and_globs():
     settings = settings_from_text(
         '[tool.rebasekit]\nplugin = "plug"\npin-extra = "engine"\n'
-        'pin-constant = "src/p.py:PINNED"\nrebase-branches = ["rb/*"]\n')
+        'pin-constant = "src/p.py:PINNED"\nrebase-branches = ["rb/*"]\n'
+    )
     assert settings.pin.extra == "engine"
     assert (settings.pin.constant_file, settings.pin.constant_name) == ("src/p.py", "PINNED")
     assert settings.branch_globs == ("rb/*",)
@@ -77,7 +95,9 @@ def test_settings_read_pin_source_and_globs():
     assert settings_from_text('[tool.rebasekit]\npin-constant = ""\n').pin.constant_file is None
 
 
-@pytest.mark.parametrize("table", ['pin-constant = "nocolon"', "rebase-branches = 3", "pin-extra = 1"])
+@pytest.mark.parametrize(
+    "table", ['pin-constant = "nocolon"', "rebase-branches = 3", "pin-extra = 1"]
+)
 def test_bad_settings_are_input_errors(table):
     with pytest.raises(InputError):
         settings_from_text(f"[tool.rebasekit]\n{table}\n")

@@ -13,7 +13,7 @@ from rebasekit.drift.parallel import Selector, find_twins
 from rebasekit.index import CodeIndex, FactsCache
 from rebasekit.upstream import open_tree
 
-WORKER = '''\
+WORKER = """\
 import os
 from vllm import envs
 from vllm.worker.runner import Runner
@@ -46,7 +46,7 @@ class Worker:
 
     def use_v3(self):  # a plain method named like a flag: not a property, never followed
         return False
-'''
+"""
 
 FILES = {
     "vllm/__init__.py": "",
@@ -84,7 +84,12 @@ def make_index(root: Path) -> CodeIndex:
 def test_condition_is_traced_through_the_property_and_its_helpers(tmp_path: Path) -> None:
     (twin,) = find_twins(make_index(tmp_path / "tree"), "vllm.worker.runner.Runner")
     (sel,) = twin.selectors  # hints.py and both.py choose nothing
-    assert (sel.relpath, sel.line, sel.condition, sel.branch) == ("vllm/worker/worker.py", 15, "self.use_v2", "if")
+    assert (sel.relpath, sel.line, sel.condition, sel.branch) == (
+        "vllm/worker/worker.py",
+        15,
+        "self.use_v2",
+        "if",
+    )
     assert sel.resolved_at == "vllm/worker/worker.py:22 (Worker.use_v2)"
     # The property reads VLLM_FORCE; its helper _check reads VLLM_USE_V2 and VLLM_X.
     # 'unrelated' is not called from the property, so NOT_READ is not a switch.
@@ -103,8 +108,18 @@ def test_render_lists_everything_a_user_can_switch(tmp_path: Path) -> None:
 
 
 def test_render_caps_long_lists() -> None:
-    sel = Selector("a.py", 3, "not x", "else", config_reads=[f"c_config.r{i}" for i in range(10)],
-                   constants={"BIG": [f"m{i}" for i in range(7)], "SIX": [f"s{i}" for i in range(6)], "EMPTY": []})
+    sel = Selector(
+        "a.py",
+        3,
+        "not x",
+        "else",
+        config_reads=[f"c_config.r{i}" for i in range(10)],
+        constants={
+            "BIG": [f"m{i}" for i in range(7)],
+            "SIX": [f"s{i}" for i in range(6)],
+            "EMPTY": [],
+        },
+    )
     assert sel.render() == (
         "a.py:3 selects it when `not x` is false (reads "
         + ", ".join(f"c_config.r{i}" for i in range(8))

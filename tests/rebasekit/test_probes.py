@@ -11,7 +11,7 @@ from rebasekit.history.probes import evaluate, load_probes, parse_probes
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CODE_A = '''
+CODE_A = """
 import os
 LAYOUT = (2, "n", "b")
 class Runner:
@@ -23,8 +23,8 @@ class Runner:
         return None
 def main():
     os.environ.setdefault("X", "1")
-'''
-CODE_B = '''
+"""
+CODE_B = """
 import os
 LAYOUT = (2,
           "n", "b")
@@ -37,25 +37,37 @@ class Runner:
         if scheduler_output:
             return self._run( scheduler_output )
         return None
-'''
+"""
 
 
 def probe(**table):
-    return parse_probes(f"[[probe]]\n" + "\n".join(f"{k} = {v!r}".replace("'", '"') if isinstance(v, str)
-                                                      else f"{k} = {str(v).lower()}" for k, v in table.items()),
-                        "toml", "t")[0]
+    return parse_probes(
+        "[[probe]]\n"
+        + "\n".join(
+            f"{k} = {v!r}".replace("'", '"') if isinstance(v, str) else f"{k} = {str(v).lower()}"
+            for k, v in table.items()
+        ),
+        "toml",
+        "t",
+    )[0]
 
 
 def value(p, text, pin=None):
     return evaluate(p, {"m.py": text, "pyproject.toml": text}.get, pin)
 
 
-@pytest.mark.parametrize("kind, target, expected", [
-    ("signature", "Runner.execute_model",
-     "execute_model(self, scheduler_output, intermediate_tensors=None) -> 'Output'"),
-    ("returns", "Runner.execute_model", "self._run(scheduler_output) | None"),
-    ("constant", "LAYOUT", "(2, 'n', 'b')"),
-])
+@pytest.mark.parametrize(
+    "kind, target, expected",
+    [
+        (
+            "signature",
+            "Runner.execute_model",
+            "execute_model(self, scheduler_output, intermediate_tensors=None) -> 'Output'",
+        ),
+        ("returns", "Runner.execute_model", "self._run(scheduler_output) | None"),
+        ("constant", "LAYOUT", "(2, 'n', 'b')"),
+    ],
+)
 def test_structural_probes_survive_reformatting(kind, target, expected):
     p = probe(label="x", file="m.py", **{kind: target})
     assert value(p, CODE_A).value == expected
@@ -76,30 +88,52 @@ def test_calls_and_missing_values():
 def test_regex_group_dotall_all():
     text = "A = 1\nB = 2\nblock(\n  x\n)\n"
     assert value(probe(label="x", file="m.py", regex=r"^(\w) = (\d)"), text).value == "A"
-    assert value(probe(label="x", file="m.py", regex=r"^(\w) = (\d)", group=2, all=True), text).value == "1, 2"
+    assert (
+        value(probe(label="x", file="m.py", regex=r"^(\w) = (\d)", group=2, all=True), text).value
+        == "1, 2"
+    )
     assert value(probe(label="x", file="m.py", regex=r"block\((.*)\)"), text).why == "no match"
-    assert value(probe(label="x", file="m.py", regex=r"block\((.*)\)", dotall=True), text).value == "x"
+    assert (
+        value(probe(label="x", file="m.py", regex=r"block\((.*)\)", dotall=True), text).value == "x"
+    )
 
 
 def test_requirement_probe_reads_any_extra_or_one():
-    text = ('[project]\ndependencies = ["protobuf>=5"]\n[project.optional-dependencies]\n'
-            'vllm = ["vllm==0.26.0", "torch==2.11.0"]\nold = ["torch==2.9"]\n')
-    assert value(probe(label="x", file="pyproject.toml", requirement="torch"), text).value == "==2.11.0"
-    assert value(probe(label="x", file="pyproject.toml", requirement="torch", extra="old"), text).value == "==2.9"
-    assert value(probe(label="x", file="pyproject.toml", requirement="protobuf", extra=""), text).value == ">=5"
-    assert value(probe(label="x", file="pyproject.toml", requirement="numpy"), text).why == "not required"
+    text = (
+        '[project]\ndependencies = ["protobuf>=5"]\n[project.optional-dependencies]\n'
+        'vllm = ["vllm==0.26.0", "torch==2.11.0"]\nold = ["torch==2.9"]\n'
+    )
+    assert (
+        value(probe(label="x", file="pyproject.toml", requirement="torch"), text).value
+        == "==2.11.0"
+    )
+    assert (
+        value(probe(label="x", file="pyproject.toml", requirement="torch", extra="old"), text).value
+        == "==2.9"
+    )
+    assert (
+        value(probe(label="x", file="pyproject.toml", requirement="protobuf", extra=""), text).value
+        == ">=5"
+    )
+    assert (
+        value(probe(label="x", file="pyproject.toml", requirement="numpy"), text).why
+        == "not required"
+    )
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[[probe]]\nfile = "a"\nregex = "x"', "non-empty 'label'"),
-    ('[[probe]]\nlabel = "a"\nfile = "a"\nregex = "x"\ncalls = "f"', "exactly one"),
-    ('[[probe]]\nlabel = "a"\nregex = "x"', "need a 'file'"),
-    ('[[probe]]\nlabel = "a"\nfile = "a"\nregex = "(x)"\ngroup = 2', "1 group"),
-    ('[[probe]]\nlabel = "a"\nfile = "a"\nregex = "x"\ncolour = 1', "unknown probe key"),
-    ('[[probe]]\nlabel = "a"\npin = true\n[[probe]]\nlabel = "a"\npin = true', "two probes"),
-    ("probe = 3", "defines no probes"),
-    ("[[probe", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[[probe]]\nfile = "a"\nregex = "x"', "non-empty 'label'"),
+        ('[[probe]]\nlabel = "a"\nfile = "a"\nregex = "x"\ncalls = "f"', "exactly one"),
+        ('[[probe]]\nlabel = "a"\nregex = "x"', "need a 'file'"),
+        ('[[probe]]\nlabel = "a"\nfile = "a"\nregex = "(x)"\ngroup = 2', "1 group"),
+        ('[[probe]]\nlabel = "a"\nfile = "a"\nregex = "x"\ncolour = 1', "unknown probe key"),
+        ('[[probe]]\nlabel = "a"\npin = true\n[[probe]]\nlabel = "a"\npin = true', "two probes"),
+        ("probe = 3", "defines no probes"),
+        ("[[probe", "not valid TOML"),
+    ],
+)
 def test_bad_probe_files(text, message):
     with pytest.raises(InputError, match=message):
         parse_probes(text, "toml", "p.toml")
@@ -107,7 +141,9 @@ def test_bad_probe_files(text, message):
 
 def test_json_probe_file(tmp_path):
     path = tmp_path / "p.json"
-    path.write_text('[{"label": "pin", "pin": true}, {"label": "c", "file": "m.py", "constant": "X"}]')
+    path.write_text(
+        '[{"label": "pin", "pin": true}, {"label": "c", "file": "m.py", "constant": "X"}]'
+    )
     assert [p.kind for p in load_probes(path)] == ["pin", "constant"]
 
 
@@ -138,8 +174,11 @@ def test_every_shipped_probe_reads_real_plugin_code():
 
     code_probes = [p for p in probes if p.kind in ("signature", "returns", "constant")]
     assert code_probes
-    empty = {p.label: evaluate(p, read, "0.0.0").why for p in code_probes
-             if evaluate(p, read, "0.0.0").value is None}
+    empty = {
+        p.label: evaluate(p, read, "0.0.0").why
+        for p in code_probes
+        if evaluate(p, read, "0.0.0").value is None
+    }
     assert empty == {}
 
 
@@ -147,10 +186,15 @@ def test_signature_probes_cover_the_patched_methods():
     """Every method a patch class overrides (dunders aside) has a signature probe."""
     from rebasekit.scan import load_corpus
 
-    probes = [p for p in load_probes(ROOT / "probes" / "evolution_probes.toml") if p.kind == "signature"]
+    probes = [
+        p for p in load_probes(ROOT / "probes" / "evolution_probes.toml") if p.kind == "signature"
+    ]
     probed = {(p.file, p.target) for p in probes}
     corpus = load_corpus(ROOT / "arctic_inference")
-    wanted = {(patch.relpath, f"{patch.name}.{attr.name}")
-              for patch in corpus.patches for attr in patch.attributes
-              if attr.kind in ("method", "staticmethod", "classmethod") and not attr.name.startswith("__")}
+    wanted = {
+        (patch.relpath, f"{patch.name}.{attr.name}")
+        for patch in corpus.patches
+        for attr in patch.attributes
+        if attr.kind in ("method", "staticmethod", "classmethod") and not attr.name.startswith("__")
+    }
     assert wanted and sorted(wanted - probed) == []

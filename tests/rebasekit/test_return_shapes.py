@@ -20,22 +20,30 @@ def shape(source: str) -> ReturnShape:
     return return_shape(node)
 
 
-@pytest.mark.parametrize("source, arities, single, opaque", [
-    ("def f():\n    return 1, 2\n", {2}, False, False),
-    ("def f(x):\n    if x:\n        return 1, 2\n    return 1, 2, 3\n", {2, 3}, False, False),
-    ("def f():\n    pass\n", set(), True, False),  # no return at all: None, a single value
-    ("def f():\n    return\n", set(), True, False),
-    # Optional[tuple]: an early ``return None`` guard does not make it "a single value".
-    ("def f(x):\n    if x:\n        return None\n    return 1, 2\n", {2}, False, False),
-    ("def f(x):\n    return x + 1\n", set(), True, False),
-    ("def f():\n    return Output(1)\n", set(), True, False),  # a constructed object
-    ("def f():\n    return mod.Output(1)\n", set(), True, False),
-    ("def f():\n    return compute()\n", set(), False, True),  # a call result: unknown
-    ("def f(x):\n    return x\n", set(), False, True),
-    ("def f(x):\n    return (*x, 1)\n", set(), False, True),  # starred: length unknown
-    ("def f():\n    yield 1\n", set(), True, True),  # a generator (no return statement)
-    ("def f():\n    def g():\n        return 1, 2\n    return g\n", set(), False, True),  # nested not counted
-])
+@pytest.mark.parametrize(
+    "source, arities, single, opaque",
+    [
+        ("def f():\n    return 1, 2\n", {2}, False, False),
+        ("def f(x):\n    if x:\n        return 1, 2\n    return 1, 2, 3\n", {2, 3}, False, False),
+        ("def f():\n    pass\n", set(), True, False),  # no return at all: None, a single value
+        ("def f():\n    return\n", set(), True, False),
+        # Optional[tuple]: an early ``return None`` guard does not make it "a single value".
+        ("def f(x):\n    if x:\n        return None\n    return 1, 2\n", {2}, False, False),
+        ("def f(x):\n    return x + 1\n", set(), True, False),
+        ("def f():\n    return Output(1)\n", set(), True, False),  # a constructed object
+        ("def f():\n    return mod.Output(1)\n", set(), True, False),
+        ("def f():\n    return compute()\n", set(), False, True),  # a call result: unknown
+        ("def f(x):\n    return x\n", set(), False, True),
+        ("def f(x):\n    return (*x, 1)\n", set(), False, True),  # starred: length unknown
+        ("def f():\n    yield 1\n", set(), True, True),  # a generator (no return statement)
+        (
+            "def f():\n    def g():\n        return 1, 2\n    return g\n",
+            set(),
+            False,
+            True,
+        ),  # nested not counted
+    ],
+)
 def test_return_classification(source, arities, single, opaque) -> None:
     assert shape(source) == ReturnShape(frozenset(arities), single, opaque)
 
@@ -43,7 +51,8 @@ def test_return_classification(source, arities, single, opaque) -> None:
 def test_trailing_return_none_next_to_a_tuple_is_also_optional_tuple() -> None:
     """The Optional[tuple] rule must not depend on which return comes first."""
     assert shape("def f(x):\n    if x:\n        return 1, 2\n    return None\n") == ReturnShape(
-        frozenset({2}), False, False)
+        frozenset({2}), False, False
+    )
 
 
 def test_render_and_unpacking_verdicts() -> None:

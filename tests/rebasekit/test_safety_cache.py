@@ -14,7 +14,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from safety_helpers import cli
 
 from rebasekit.errors import CacheError, InputError
@@ -66,15 +65,22 @@ def test_planted_pickle_is_never_executed(tmp_path):
     assert _fresh_lookup(tmp_path / "c")[1] == 0
 
 
-@pytest.mark.parametrize("damage", [
-    pytest.param(lambda data: os.urandom(4096), id="random-bytes"),
-    pytest.param(lambda data: b"\x80\x05" + b"\xff" * 64, id="pickle-header-garbage"),
-    pytest.param(lambda data: b"\x80\x05\x8e" + (2 ** 60).to_bytes(8, "little"), id="pickle-huge-length"),
-    pytest.param(lambda data: b"", id="empty"),
-    pytest.param(lambda data: data.replace(b'"schema": 1', b'"schema": 99', 1), id="other-schema"),
-    pytest.param(lambda data: data.replace(b"\"Engine\"", b"\"Enginf\""), id="payload-edited"),
-    pytest.param(lambda data: b"[" * 100000 + b"\n" + b"]" * 100000, id="deeply-nested"),
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: os.urandom(4096), id="random-bytes"),
+        pytest.param(lambda data: b"\x80\x05" + b"\xff" * 64, id="pickle-header-garbage"),
+        pytest.param(
+            lambda data: b"\x80\x05\x8e" + (2**60).to_bytes(8, "little"), id="pickle-huge-length"
+        ),
+        pytest.param(lambda data: b"", id="empty"),
+        pytest.param(
+            lambda data: data.replace(b'"schema": 1', b'"schema": 99', 1), id="other-schema"
+        ),
+        pytest.param(lambda data: data.replace(b'"Engine"', b'"Enginf"'), id="payload-edited"),
+        pytest.param(lambda data: b"[" * 100000 + b"\n" + b"]" * 100000, id="deeply-nested"),
+    ],
+)
 def test_bad_entries_are_rebuilt(tmp_path, damage):
     _, entry = _facts_entry(tmp_path / "c")
     damaged = damage(entry.read_bytes())
@@ -98,7 +104,9 @@ def test_an_entry_for_another_key_is_not_trusted(tmp_path):
 def test_an_entry_naming_an_unlisted_class_is_a_miss(tmp_path):
     store = DataStore(tmp_path)
     payload = json.dumps({"c": "os:system", "f": {}}).encode()
-    header = json.dumps({"schema": 1, "key": "cc" * 32, "sha256": hashlib.sha256(payload).hexdigest()})
+    header = json.dumps(
+        {"schema": 1, "key": "cc" * 32, "sha256": hashlib.sha256(payload).hexdigest()}
+    )
     path = store.path("cc" * 32)
     path.parent.mkdir(parents=True)
     path.write_bytes(header.encode() + b"\n" + payload)
@@ -114,6 +122,7 @@ def test_cached_facts_round_trip_exactly(tmp_path):
 
 # -- cached release trees ----------------------------------------------------------------
 
+
 def _wheel(folder: Path, version: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     info = f"vllm-{version}.dist-info"
@@ -121,7 +130,9 @@ def _wheel(folder: Path, version: str) -> None:
         for file in sorted((NEW / "vllm").rglob("*.py")):
             zf.write(file, file.relative_to(NEW).as_posix())
         zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
-        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         zf.writestr(f"{info}/RECORD", "")
 
 
@@ -176,17 +187,26 @@ def test_failed_download_leaves_no_scratch(registry, monkeypatch):
 
 
 def _manifest_with(**fields) -> str:
-    return json.dumps({"format": wheels.MANIFEST_FORMAT, "count": 1, "bytes": 0, "sha256": "", **fields})
+    return json.dumps(
+        {"format": wheels.MANIFEST_FORMAT, "count": 1, "bytes": 0, "sha256": "", **fields}
+    )
 
 
-@pytest.mark.parametrize("manifest", [
-    pytest.param(lambda: "{", id="truncated"),
-    pytest.param(lambda: "[]", id="a-list"),
-    pytest.param(lambda: "\xff", id="not-utf8"),
-    pytest.param(lambda: _manifest_with(files=["vllm/__init__.py"]), id="files-a-list"),
-    pytest.param(lambda: _manifest_with(files={"vllm/__init__.py": None}), id="file-entry-null"),
-    pytest.param(lambda: _manifest_with(files={"../../etc/passwd": "0" * 64}), id="path-escapes"),
-])
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        pytest.param(lambda: "{", id="truncated"),
+        pytest.param(lambda: "[]", id="a-list"),
+        pytest.param(lambda: "\xff", id="not-utf8"),
+        pytest.param(lambda: _manifest_with(files=["vllm/__init__.py"]), id="files-a-list"),
+        pytest.param(
+            lambda: _manifest_with(files={"vllm/__init__.py": None}), id="file-entry-null"
+        ),
+        pytest.param(
+            lambda: _manifest_with(files={"../../etc/passwd": "0" * 64}), id="path-escapes"
+        ),
+    ],
+)
 def test_corrupt_manifest_is_a_clear_error(registry, manifest):
     tree = open_tree("2.0.0")
     (tree.root / wheels.MANIFEST).write_bytes(manifest().encode("latin-1"))
@@ -232,8 +252,12 @@ open_tree("2.0.0")
 
 
 def _start_slow_download() -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_DOWNLOAD], stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_DOWNLOAD],
+        stdout=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "extracting"
     return proc
 

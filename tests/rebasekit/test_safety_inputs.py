@@ -13,7 +13,6 @@ from pathlib import Path
 
 import git
 import pytest
-
 from deep_helpers import copy_fixtures
 from runbook_project import PLUGIN_SKELETON, write_tree
 from safety_helpers import cli
@@ -44,13 +43,21 @@ def _plant_hostile_files(folder: Path) -> None:
 def _run_cli(*args: object, timeout: int = 120) -> subprocess.CompletedProcess:
     """rebasekit in a child process, so a hang fails the test (TimeoutExpired) instead of blocking it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "rebasekit.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "rebasekit.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(autouse=True)
 def _no_hang():
     """A read that blocks (a named pipe opened for reading) fails the test instead of stalling it."""
+
     def expire(signum, frame):
         raise TimeoutError("rebasekit blocked on a file read")
 
@@ -104,13 +111,17 @@ def test_plugin_with_hostile_files_is_read_with_warnings(hostile_plugin):
 def test_scan_over_hostile_plugin_and_tree_neither_hangs_nor_crashes(hostile_plugin, hostile_tree):
     proc = _run_cli("scan", "--plugin", hostile_plugin, "--vllm", hostile_tree, "--json")
     assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode in (1, 2), proc.stderr  # findings, or incomplete: never a crash (3) nor clean
+    assert proc.returncode in (1, 2), (
+        proc.stderr
+    )  # findings, or incomplete: never a crash (3) nor clean
 
 
 def test_tree_with_hostile_files_records_them_and_keeps_their_names_unknowable(hostile_tree):
     tree = open_tree(str(hostile_tree))
     files = list(tree.iter_py_files())
-    assert not any(f.rsplit("/", 1)[-1] in HOSTILE for f in files) and "vllm/engine/core.py" in files
+    assert (
+        not any(f.rsplit("/", 1)[-1] in HOSTILE for f in files) and "vllm/engine/core.py" in files
+    )
     assert sorted(d.subject.rsplit("/", 1)[-1] for d in tree.degradations) == sorted(HOSTILE)
     index = CodeIndex(tree, FactsCache(None))
     # an unreadable module may define anything: its names are never reported as missing
@@ -124,13 +135,25 @@ def test_latin1_plugin_with_coding_cookie_scans_like_utf8(tmp_path):
     for fx, encoding in ((utf8, "utf-8"), (latin, "latin-1")):
         for path in (fx / "plugin" / "deepplug").glob("*.py"):
             text = path.read_text(encoding="utf-8")
-            path.write_bytes((f"# -*- coding: {encoding} -*-\n# r\u00e9sum\u00e9\n" + text).encode(encoding))
+            path.write_bytes(
+                (f"# -*- coding: {encoding} -*-\n# r\u00e9sum\u00e9\n" + text).encode(encoding)
+            )
     results = []
     for fx in (utf8, latin):
-        res = cli("scan", "--plugin", fx / "plugin" / "deepplug", "--from", fx / "upstream_old",
-                  "--to", fx / "upstream_new", "--json")
+        res = cli(
+            "scan",
+            "--plugin",
+            fx / "plugin" / "deepplug",
+            "--from",
+            fx / "upstream_old",
+            "--to",
+            fx / "upstream_new",
+            "--json",
+        )
         assert res.exit_code == 1, res.output
-        results.append(sorted((f["code"], f["message"]) for f in json.loads(res.stdout)["findings"]))
+        results.append(
+            sorted((f["code"], f["message"]) for f in json.loads(res.stdout)["findings"])
+        )
     assert results[0] == results[1] and results[0]
 
 
@@ -141,11 +164,16 @@ def test_documented_cap_is_the_one_applied():
 def test_source_text_keeps_bom_and_crlf():
     data = b"\xef\xbb\xbfX = '\xc3\xa9'\r\nY = 2\r\n"
     source = SourceText.from_bytes(data)
-    assert source.text == "X = '\u00e9'\nY = 2\n" and source.encoding == "utf-8-sig" and source.newline == "\r\n"
+    assert (
+        source.text == "X = '\u00e9'\nY = 2\n"
+        and source.encoding == "utf-8-sig"
+        and source.newline == "\r\n"
+    )
     assert source.encode(source.text) == data
 
 
 # -- git refs ------------------------------------------------------------------------------
+
 
 def _repo(path: Path) -> git.Repo:
     repo = git.Repo.init(path)
@@ -172,15 +200,29 @@ def test_runbook_changed_since_injection_leaves_the_file_untouched(tmp_path):
     proj = tmp_path / "proj"
     write_tree(proj, PLUGIN_SKELETON)
     for name in ("old", "new"):
-        write_tree(tmp_path / name, {"vllm/__init__.py": "", "vllm/worker/__init__.py": "",
-                                     "vllm/worker/runner.py": "class Runner:\n    pass\n"})
+        write_tree(
+            tmp_path / name,
+            {
+                "vllm/__init__.py": "",
+                "vllm/worker/__init__.py": "",
+                "vllm/worker/runner.py": "class Runner:\n    pass\n",
+            },
+        )
     repo = _repo(proj)
     repo.git.add(A=True)
     repo.index.commit("init")
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    res = cli("runbook", "--from", tmp_path / "old", "--to", tmp_path / "new", "--project", proj,
-              f"--changed-since=--output={victim}")
+    res = cli(
+        "runbook",
+        "--from",
+        tmp_path / "old",
+        "--to",
+        tmp_path / "new",
+        "--project",
+        proj,
+        f"--changed-since=--output={victim}",
+    )
     assert res.exit_code == 2, res.output
     assert "not a git ref" in res.output
     assert victim.read_text() == "precious\n"
@@ -206,7 +248,9 @@ def test_corrupt_git_object_is_a_clear_error(tmp_path):
     obj = tmp_path / ".git" / "objects" / blob.hexsha[:2] / blob.hexsha[2:]
     obj.chmod(0o644)
     obj.write_bytes(b"\x78\x9c garbage that is not zlib")
-    res = cli("scan-imports", "--plugin", FIX / "plugin" / "tinyplug", "--vllm-git", f"{tmp_path}@HEAD")
+    res = cli(
+        "scan-imports", "--plugin", FIX / "plugin" / "tinyplug", "--vllm-git", f"{tmp_path}@HEAD"
+    )
     assert res.exit_code == 2, res.output
     assert "git fsck" in res.output
 

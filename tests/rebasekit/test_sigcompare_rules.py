@@ -44,7 +44,10 @@ def test_kwargs_do_not_absorb_a_positional_only_parameter() -> None:
     assert codes(diffs) == [("RK210", "b")]
     assert diffs[0].severity is None  # required upstream: every caller passes it
     assert diffs[0].upstream_default is None
-    assert diffs[0].message == "upstream added parameter 'b' (no default: every caller passes it); the override does not accept it"
+    assert (
+        diffs[0].message
+        == "upstream added parameter 'b' (no default: every caller passes it); the override does not accept it"
+    )
 
 
 def test_var_positional_does_not_absorb_a_keyword_only_parameter() -> None:
@@ -52,7 +55,10 @@ def test_var_positional_does_not_absorb_a_keyword_only_parameter() -> None:
     assert codes(diffs) == [("RK210", "flag")]
     assert diffs[0].severity == "warning"  # has a default: only callers that pass it break
     assert diffs[0].upstream_default == "False"
-    assert diffs[0].message == "upstream added parameter 'flag=False' (default False); the override does not accept it"
+    assert (
+        diffs[0].message
+        == "upstream added parameter 'flag=False' (default False); the override does not accept it"
+    )
 
 
 def test_added_annotated_parameter_is_rendered_with_its_annotation() -> None:
@@ -89,7 +95,10 @@ def test_override_only_required_parameter_is_an_error() -> None:
     diffs = compare(sig("def f(x, *, token): ..."), sig("def f(x): ..."))
     assert codes(diffs) == [("RK211", "token")]
     assert diffs[0].severity == "error"
-    assert diffs[0].message == "the override requires 'token', which upstream removed; upstream callers no longer pass it"
+    assert (
+        diffs[0].message
+        == "the override requires 'token', which upstream removed; upstream callers no longer pass it"
+    )
 
 
 def test_upstream_kwargs_make_an_extra_keyword_parameter_fine() -> None:
@@ -116,7 +125,10 @@ def test_extra_var_parameters_in_the_override_are_fine() -> None:
 def test_parameter_kind_change_is_rk214() -> None:
     diffs = compare(sig("def f(a, b): ..."), sig("def f(a, *, b): ..."))
     assert codes(diffs) == [("RK214", "b")]
-    assert diffs[0].message == "parameter 'b' is keyword-only upstream but positional-or-keyword in the override"
+    assert (
+        diffs[0].message
+        == "parameter 'b' is keyword-only upstream but positional-or-keyword in the override"
+    )
 
 
 def test_changed_default_is_rk215_with_both_values() -> None:
@@ -151,4 +163,6 @@ def test_drop_receiver_removes_only_a_leading_positional() -> None:
 
 
 def test_param_summary_renders_each_parameter() -> None:
-    assert param_summary(sig("def f(a, b: int = 2, *c, **d): ...").params) == "a, b: int = 2, *c, **d"
+    assert (
+        param_summary(sig("def f(a, b: int = 2, *c, **d): ...").params) == "a, b: int = 2, *c, **d"
+    )

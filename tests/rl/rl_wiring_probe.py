@@ -56,8 +56,14 @@ def main(model: str) -> dict[str, Any]:
 
     parser = make_arg_parser(FlexibleArgumentParser())
     args = parser.parse_args(
-        ["--model", model, "--skip-tokenizer-init", "--fp32-lm-head",
-         "--per-seq-max-tokens", "--sleep-keep-drafter"]
+        [
+            "--model",
+            model,
+            "--skip-tokenizer-init",
+            "--fp32-lm-head",
+            "--per-seq-max-tokens",
+            "--sleep-keep-drafter",
+        ]
     )
     config = AsyncEngineArgs.from_cli_args(args).create_engine_config()
     report["cli_arctic"] = config.additional_config.get("arctic")
@@ -89,7 +95,9 @@ def main(model: str) -> dict[str, Any]:
     processor = InputProcessor(config)
     params = SamplingParams(n=4, seed=11, ignore_eos=True, extra_args={KEY: [2, 5, 3, 8]})
     request = processor.process_inputs(
-        "r", {"type": "token", "prompt_token_ids": [1, 2, 3]}, params,
+        "r",
+        {"type": "token", "prompt_token_ids": [1, 2, 3]},
+        params,
         supported_tasks=("generate",),
     )
     processor.assign_request_id(request)
@@ -103,8 +111,12 @@ def main(model: str) -> dict[str, Any]:
         child.request_id, child.sampling_params = child_id, child_params
         back = decoder.decode(encoder.encode(child))
         decoded.append(
-            {"max_tokens": back.sampling_params.max_tokens, "seed": back.sampling_params.seed,
-             "n": back.sampling_params.n, "extra_args": back.sampling_params.extra_args}
+            {
+                "max_tokens": back.sampling_params.max_tokens,
+                "seed": back.sampling_params.seed,
+                "n": back.sampling_params.n,
+                "extra_args": back.sampling_params.extra_args,
+            }
         )
     report["children_decoded"] = decoded
     parent_back = decoder.decode(encoder.encode(request))

@@ -152,11 +152,8 @@ def test_quantized_head_falls_through_to_vllm(in_vllm_config):
 
     from arctic_inference.vllm.fp32_lm_head import uses_fp32_projection
 
-    quant = AutoAWQConfig(
-        weight_bits=4, group_size=32, zero_point=True, lm_head_quantized=True
-    )
-    head = ParallelLMHead(320, 64, params_dtype=torch.float16, quant_config=quant,
-                          prefix="lm_head")
+    quant = AutoAWQConfig(weight_bits=4, group_size=32, zero_point=True, lm_head_quantized=True)
+    head = ParallelLMHead(320, 64, params_dtype=torch.float16, quant_config=quant, prefix="lm_head")
     hidden = torch.randn(2, 64).to(torch.float16)
     assert not uses_fp32_projection(head, hidden)
 

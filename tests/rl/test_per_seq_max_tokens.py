@@ -34,13 +34,9 @@ def input_processor(tiny_llama_dir, cpu_vllm_config):
     model_config = ModelConfig(
         model=str(tiny_llama_dir), skip_tokenizer_init=True, max_model_len=256
     )
-    vllm_config = VllmConfig(
-        model_config=model_config, device_config=DeviceConfig(device="cpu")
-    )
+    vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"))
     processor = InputProcessor(vllm_config)
-    processor.process_inputs = types.MethodType(
-        InputProcessorPerSeqPatch.process_inputs, processor
-    )
+    processor.process_inputs = types.MethodType(InputProcessorPerSeqPatch.process_inputs, processor)
     return processor
 
 
@@ -51,7 +47,9 @@ def _parent(processor, params):
     from arctic_inference.vllm.per_seq_max_tokens import ParentRequestPerSeqPatch
 
     request = processor.process_inputs(
-        "req", {"type": "token", "prompt_token_ids": [5, 6, 7]}, params,
+        "req",
+        {"type": "token", "prompt_token_ids": [5, 6, 7]},
+        params,
         supported_tasks=("generate",),
     )
     processor.assign_request_id(request)
@@ -182,7 +180,11 @@ def test_engine_core_stops_each_child_at_its_length(knob_on, input_processor):
         (2, [True, 3], r"invalid: \[0\]=True"),
         (2, "12", "must be a list of n=2 positive ints"),
         (2, 5, "must be a list of n=2 positive ints"),
-        (2, [4, 10**30], r"at most 2147483647 \(the per-sample cap\); too long: \[1\]=1000000000000000000000000000000"),
+        (
+            2,
+            [4, 10**30],
+            r"at most 2147483647 \(the per-sample cap\); too long: \[1\]=1000000000000000000000000000000",
+        ),
         (1, [2**31], r"at most 2147483647 .*too long: \[0\]=2147483648"),
     ],
 )
@@ -214,7 +216,9 @@ def test_bad_list_fails_when_the_request_is_added(knob_on, input_processor):
     params = SamplingParams(n=3, extra_args={KEY: [1, 2]})
     with pytest.raises(ValueError, match="has 2 entries but n=3"):
         input_processor.process_inputs(
-            "bad", {"type": "token", "prompt_token_ids": [1]}, params,
+            "bad",
+            {"type": "token", "prompt_token_ids": [1]},
+            params,
             supported_tasks=("generate",),
         )
 
@@ -226,9 +230,13 @@ def test_length_beyond_max_model_len_fails_when_the_request_is_added(knob_on, in
 
     assert input_processor.model_config.max_model_len == 256
     params = SamplingParams(n=2, extra_args={KEY: [256, 257]})
-    with pytest.raises(ValueError, match=r"at most 256 \(the model's max_model_len\); too long: \[1\]=257"):
+    with pytest.raises(
+        ValueError, match=r"at most 256 \(the model's max_model_len\); too long: \[1\]=257"
+    ):
         input_processor.process_inputs(
-            "long", {"type": "token", "prompt_token_ids": [1]}, params,
+            "long",
+            {"type": "token", "prompt_token_ids": [1]},
+            params,
             supported_tasks=("generate",),
         )
     ok = SamplingParams(n=2, extra_args={KEY: [256, 3]})

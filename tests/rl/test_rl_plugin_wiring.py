@@ -40,7 +40,10 @@ def probe(tiny_llama_dir) -> dict[str, Any]:
     )
     proc = subprocess.run(
         [sys.executable, str(PROBE), str(tiny_llama_dir)],
-        env=env, capture_output=True, text=True, timeout=240,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -60,8 +63,11 @@ def test_cli_flags_land_in_config_and_env(probe):
 
 
 def test_engine_side_patches_active_and_validating(probe):
-    for name in ("SamplingParamsPerSeqPatch", "InputProcessorPerSeqPatch",
-                 "ParentRequestPerSeqPatch"):
+    for name in (
+        "SamplingParamsPerSeqPatch",
+        "InputProcessorPerSeqPatch",
+        "ParentRequestPerSeqPatch",
+    ):
         assert name in probe["engine_patches"]
         assert name in probe["banner"]
     assert "has 2 entries but n=4" in probe["bad_list_error"]

@@ -162,9 +162,7 @@ def test_snapshot_of_a_module_without_shared_tensors_is_complete(models):
 
     _, drafter = models
     snap = snapshot_module_state(drafter)
-    expected = {n for n, _ in drafter.named_parameters()} | {
-        n for n, _ in drafter.named_buffers()
-    }
+    expected = {n for n, _ in drafter.named_parameters()} | {n for n, _ in drafter.named_buffers()}
     assert set(snap) == expected
 
 
@@ -272,8 +270,11 @@ def make_worker(models, tiny_llama_dir, monkeypatch):
             additional_config=additional,
         )
         worker = Worker(
-            config, local_rank=0, rank=0,
-            distributed_init_method="tcp://127.0.0.1:1", is_driver_worker=True,
+            config,
+            local_rank=0,
+            rank=0,
+            distributed_init_method="tcp://127.0.0.1:1",
+            is_driver_worker=True,
         )
         runner = GPUModelRunner.__new__(GPUModelRunner)
         runner.model = target
@@ -357,7 +358,9 @@ def test_patched_worker_with_the_knob_off_sleeps_as_stock(models, make_worker, k
     assert _is_nan(_drafter_own(drafter).values())
 
 
-def test_patched_worker_restores_at_the_weights_wake_up_only(models, make_worker, keep_drafter_patch):
+def test_patched_worker_restores_at_the_weights_wake_up_only(
+    models, make_worker, keep_drafter_patch
+):
     _, drafter = models
     worker = make_worker(keep_drafter=True)
     before = {n: _bits(t) for n, t in _drafter_own(drafter).items()}

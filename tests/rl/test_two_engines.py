@@ -52,9 +52,7 @@ def test_worker_features_are_decided_per_engine(reverted_patches, cpu_vllm_confi
     assert "sleep-keep-drafter" not in applied_features("worker")
 
 
-def test_fp32_head_follows_the_config_each_model_was_built_under(
-    reverted_patches, in_vllm_config
-):
+def test_fp32_head_follows_the_config_each_model_was_built_under(reverted_patches, in_vllm_config):
     from vllm.config import set_current_vllm_config
     from vllm.model_executor.layers.logits_processor import LogitsProcessor
     from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead
@@ -106,7 +104,9 @@ def processors(tiny_llama_dir, cpu_vllm_config):
     for knob in (True, False):
         model = ModelConfig(model=str(tiny_llama_dir), skip_tokenizer_init=True, max_model_len=256)
         processor = InputProcessor(_config(model, per_seq_max_tokens=knob))
-        processor.process_inputs = types.MethodType(InputProcessorPerSeqPatch.process_inputs, processor)
+        processor.process_inputs = types.MethodType(
+            InputProcessorPerSeqPatch.process_inputs, processor
+        )
         built[knob] = processor
     return built
 
@@ -124,7 +124,9 @@ def test_per_seq_lengths_follow_the_engine_not_the_env(processors, monkeypatch, 
     for knob, processor in processors.items():
         params = SamplingParams(n=3, max_tokens=9, ignore_eos=True, extra_args={KEY: [2, 4, 6]})
         request = processor.process_inputs(
-            f"r{knob}", {"type": "token", "prompt_token_ids": [1, 2]}, params,
+            f"r{knob}",
+            {"type": "token", "prompt_token_ids": [1, 2]},
+            params,
             supported_tasks=("generate",),
         )
         processor.assign_request_id(request)

@@ -88,7 +88,9 @@ class BruteTree:
             push(ctx, -negq)
         return probs
 
-    def candidates(self, pattern: list[int], max_spec: int, factor: float, offset: float) -> list[int]:
+    def candidates(
+        self, pattern: list[int], max_spec: int, factor: float, offset: float
+    ) -> list[int]:
         """Match lengths the policy considers (longest, longest with room, middle)."""
         lmax = self.longest_match(pattern)
         if lmax == 0 or max_spec <= 0:

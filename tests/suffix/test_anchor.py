@@ -4,15 +4,22 @@ exactly the draft of matching by walks from the root, whatever the pattern."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from arctic_inference.suffix_decoding import SuffixDecodingCache, _C
+from arctic_inference.suffix_decoding import _C, SuffixDecodingCache
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
 
 def drafts_equal(a, b) -> bool:
-    return a[0] == b[0] and a[1] == b[1] and np.allclose(a[2], b[2]) and abs(a[3] - b[3]) < 1e-5 and a[4] == b[4]
+    return (
+        a[0] == b[0]
+        and a[1] == b[1]
+        and np.allclose(a[2], b[2])
+        and abs(a[3] - b[3]) < 1e-5
+        and a[4] == b[4]
+    )
 
 
 @SETTINGS
@@ -28,8 +35,9 @@ def drafts_equal(a, b) -> bool:
     use_tree=st.booleans(),
     removed=st.booleans(),
 )
-def test_anchored_speculate_equals_plain(depth, seqs, owner, tail_edit, cut, num_spec, factor, prob,
-                                         use_tree, removed):
+def test_anchored_speculate_equals_plain(
+    depth, seqs, owner, tail_edit, cut, num_spec, factor, prob, use_tree, removed
+):
     tree = _C.SuffixTree(depth)
     for i, s in enumerate(seqs):
         for lo in range(0, len(s), 5):
@@ -48,7 +56,8 @@ def test_anchored_speculate_equals_plain(depth, seqs, owner, tail_edit, cut, num
     for seq_id in (owner % len(seqs), owner, 99, -1):
         assert drafts_equal(tree.speculate(pattern, *args, seq_id), plain), seq_id
     assert tree.speculate(pattern, *args, seq_id=owner % len(seqs)) == tree.speculate(
-        pattern, *args, owner % len(seqs))
+        pattern, *args, owner % len(seqs)
+    )
 
 
 @SETTINGS

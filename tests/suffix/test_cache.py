@@ -186,7 +186,9 @@ def test_backoff_pauses_failing_requests_only_under_load():
     # Fully accepted drafts double the budget.
     d = c.speculate("b", prompt[-8:], 8)
     c.add_active_response("b", d.token_ids + [3])
-    assert len(c.speculate("b", prompt[-8:] + d.token_ids + [3], 8, max_spec_factor=4).token_ids) == 4
+    assert (
+        len(c.speculate("b", prompt[-8:] + d.token_ids + [3], 8, max_spec_factor=4).token_ids) == 4
+    )
     # Alone in the batch: no cap, no pause.
     c.stop_request("b")
     c.add_active_response("a", [9])

@@ -103,10 +103,16 @@ def test_hashable_non_float_ids_are_accepted(req_id) -> None:
     assert req_id in c.active_requests
 
 
-@pytest.mark.parametrize("kw", [
-    {"max_tree_depth": 0}, {"max_tree_depth": True}, {"max_tree_depth": 2.0},
-    {"max_cached_requests": True}, {"max_cached_requests": 1.0},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"max_tree_depth": 0},
+        {"max_tree_depth": True},
+        {"max_tree_depth": 2.0},
+        {"max_cached_requests": True},
+        {"max_cached_requests": 1.0},
+    ],
+)
 def test_bad_sizes_are_refused(kw) -> None:
     with pytest.raises(ValueError):
         make(**kw)
@@ -138,25 +144,40 @@ def test_speculate_without_a_token_limit_drafts_the_repeated_span() -> None:
     assert len(d.token_ids) <= 16 and d.source == "request"
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("", None), ("off", None), ("No", None), (" 0 ", None), ("false", None),
-    ("on", SlipRecovery()), ("TRUE", SlipRecovery()), ("yes", SlipRecovery()),
-    ("anchor_len=6,min_anchor=2", SlipRecovery(anchor_len=6, min_anchor=2)),
-    ("skips=2, weight=1", SlipRecovery(skips=(2,), weight=1.0)),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("", None),
+        ("off", None),
+        ("No", None),
+        (" 0 ", None),
+        ("false", None),
+        ("on", SlipRecovery()),
+        ("TRUE", SlipRecovery()),
+        ("yes", SlipRecovery()),
+        ("anchor_len=6,min_anchor=2", SlipRecovery(anchor_len=6, min_anchor=2)),
+        ("skips=2, weight=1", SlipRecovery(skips=(2,), weight=1.0)),
+    ],
+)
 def test_recovery_env_values(raw, expected) -> None:
     assert SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": raw}) == expected
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"weight": 0.0}, r"weight must be in \(0, 1\], got 0.0"),
-    ({"weight": 1.01}, r"weight must be in \(0, 1\], got 1.01"),
-    ({"max_tail": -1}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
-    ({"min_anchor": 0}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
-    ({"anchor_len": 3, "min_anchor": 4}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
-    ({"skips": ()}, r"skips must be a non-empty tuple of 1 and/or 2, got \(\)"),
-    ({"skips": (1, 3)}, r"skips must be a non-empty tuple of 1 and/or 2, got \(1, 3\)"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"weight": 0.0}, r"weight must be in \(0, 1\], got 0.0"),
+        ({"weight": 1.01}, r"weight must be in \(0, 1\], got 1.01"),
+        ({"max_tail": -1}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
+        ({"min_anchor": 0}, "need max_tail >= 0 and 1 <= min_anchor <= anchor_len"),
+        (
+            {"anchor_len": 3, "min_anchor": 4},
+            "need max_tail >= 0 and 1 <= min_anchor <= anchor_len",
+        ),
+        ({"skips": ()}, r"skips must be a non-empty tuple of 1 and/or 2, got \(\)"),
+        ({"skips": (1, 3)}, r"skips must be a non-empty tuple of 1 and/or 2, got \(1, 3\)"),
+    ],
+)
 def test_recovery_settings_out_of_range(kw, message) -> None:
     with pytest.raises(ValueError, match=f"^{message}$"):
         SlipRecovery(**kw)

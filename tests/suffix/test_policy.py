@@ -10,7 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arctic_inference.suffix_decoding import CostAwarePolicy, LoadAwareBackoff, NeverDraft, SuffixDecodingCache
+from arctic_inference.suffix_decoding import (
+    CostAwarePolicy,
+    LoadAwareBackoff,
+    NeverDraft,
+    SuffixDecodingCache,
+)
 from arctic_inference.suffix_decoding.policy import policy_from_env
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "suffix"
@@ -128,12 +133,19 @@ def test_never_draft_and_env_selection():
     assert c.speculate("r", [1, 2], 4).token_ids == []
     assert policy_from_env({}) is None  # default: raw tree drafts
     assert isinstance(policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "cost"}), CostAwarePolicy)
-    assert isinstance(policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "legacy"}), LoadAwareBackoff)
+    assert isinstance(
+        policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "legacy"}), LoadAwareBackoff
+    )
     assert isinstance(policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "nodraft"}), NeverDraft)
     assert policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "off"}) is None
     assert policy_from_env({"ARCTIC_INFERENCE_SUFFIX_BACKOFF": "0"}) is None
-    p = policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "cost", "ARCTIC_INFERENCE_SUFFIX_TOKEN_COST": "0.03",
-                         "ARCTIC_INFERENCE_SUFFIX_LONE_FACTOR": "2"})
+    p = policy_from_env(
+        {
+            "ARCTIC_INFERENCE_SUFFIX_POLICY": "cost",
+            "ARCTIC_INFERENCE_SUFFIX_TOKEN_COST": "0.03",
+            "ARCTIC_INFERENCE_SUFFIX_LONE_FACTOR": "2",
+        }
+    )
     assert p.token_cost == 0.03 and p.lone_spec_factor == 2.0
     with pytest.raises(ValueError):
         policy_from_env({"ARCTIC_INFERENCE_SUFFIX_POLICY": "bogus"})
@@ -180,7 +192,9 @@ def test_replay_of_a_record_counts_steps_consistently():
     finally:
         sys.path.pop(0)
     rec = copy_record(single=2, batch=4, resp_len=64)
-    rows = replay_record(rec, [parse_policy("cost"), parse_policy("nodraft")], 64, 32, 100, StepCost())
+    rows = replay_record(
+        rec, [parse_policy("cost"), parse_policy("nodraft")], 64, 32, 100, StepCost()
+    )
     by = {(r["policy"], r["phase"]): r for r in rows}
     assert len(rows) == 6
     for (pol, ph), r in by.items():

@@ -7,16 +7,27 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from arctic_inference.suffix_decoding import SlipRecovery, SuffixDecodingCache, _C
+from arctic_inference.suffix_decoding import _C, SlipRecovery, SuffixDecodingCache
 from tests.suffix.reference import BruteTree
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
 
-def brute_recover(bt: BruteTree, pattern, max_spec, factor, offset, min_prob, max_tail, anchor_len,
-                  min_anchor, skip):
+def brute_recover(
+    bt: BruteTree,
+    pattern,
+    max_spec,
+    factor,
+    offset,
+    min_prob,
+    max_tail,
+    anchor_len,
+    min_anchor,
+    skip,
+):
     """The definition in suffix_tree.h, by exhaustive search."""
     n = len(pattern)
     m = bt.longest_match(pattern)
@@ -75,8 +86,9 @@ def with_slips(rng: random.Random, source, rate, vocab):
     skip=st.sampled_from([1, 2]),
     anchored=st.booleans(),
 )
-def test_recover_matches_brute_force(seed, depth, vocab, src_len, rate, cut, max_spec, factor, prob,
-                                     max_tail, anchor, skip, anchored):
+def test_recover_matches_brute_force(
+    seed, depth, vocab, src_len, rate, cut, max_spec, factor, prob, max_tail, anchor, skip, anchored
+):
     rng = random.Random(seed)
     source = [rng.randrange(vocab) for _ in range(src_len)]
     copy = with_slips(rng, source, rate, vocab)[: cut % src_len + 1]
@@ -89,10 +101,21 @@ def test_recover_matches_brute_force(seed, depth, vocab, src_len, rate, cut, max
     bt.extend(0, ctx)
     pattern = ctx[-depth:]
     min_anchor, extra = anchor
-    got = tree.recover(np.array(pattern, dtype=np.int64), max_spec, factor, 0.0, prob, max_tail,
-                       min_anchor + extra, min_anchor, skip, 0 if anchored else -1)
-    toks, probs, eff = brute_recover(bt, pattern, max_spec, factor, 0.0, prob, max_tail,
-                                     min_anchor + extra, min_anchor, skip)
+    got = tree.recover(
+        np.array(pattern, dtype=np.int64),
+        max_spec,
+        factor,
+        0.0,
+        prob,
+        max_tail,
+        min_anchor + extra,
+        min_anchor,
+        skip,
+        0 if anchored else -1,
+    )
+    toks, probs, eff = brute_recover(
+        bt, pattern, max_spec, factor, 0.0, prob, max_tail, min_anchor + extra, min_anchor, skip
+    )
     assert got[0] == toks
     assert np.allclose(got[2], probs, atol=1e-6)
     assert got[1] == list(range(-1, len(toks) - 1))
@@ -136,7 +159,9 @@ def test_cache_option_and_env():
     assert d1.score == pytest.approx(0.5 * 12)
     assert SlipRecovery.from_env({}) is None
     assert SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": "1"}) == SlipRecovery()
-    r = SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": "weight=0.3,skips=1+2,max_tail=5"})
+    r = SlipRecovery.from_env(
+        {"ARCTIC_INFERENCE_SUFFIX_RECOVER": "weight=0.3,skips=1+2,max_tail=5"}
+    )
     assert r == SlipRecovery(weight=0.3, skips=(1, 2), max_tail=5)
     with pytest.raises(ValueError):
         SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": "bogus=1"})

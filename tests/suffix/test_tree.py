@@ -6,9 +6,11 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arctic_inference.suffix_decoding import _C
+
 from .reference import BruteTree
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -140,8 +142,20 @@ def test_numpy_inputs_of_any_int_dtype_and_strides():
 
 @pytest.mark.parametrize(
     "bad",
-    [[1, -1], [1.5], ["a"], [True], [2**31], [2**70], "abc", None, np.array([1.0, 2.0]),
-     np.array([-3], dtype=np.int64), np.zeros((2, 2), dtype=np.int64), np.array([2**32], dtype=np.uint64)],
+    [
+        [1, -1],
+        [1.5],
+        ["a"],
+        [True],
+        [2**31],
+        [2**70],
+        "abc",
+        None,
+        np.array([1.0, 2.0]),
+        np.array([-3], dtype=np.int64),
+        np.zeros((2, 2), dtype=np.int64),
+        np.array([2**32], dtype=np.uint64),
+    ],
 )
 def test_bad_tokens_raise_value_error_and_change_nothing(bad):
     tree = _C.SuffixTree(4)

@@ -28,10 +28,17 @@ pytestmark = pytest.mark.vllm
 
 # A config-only checkpoint: ModelConfig reads config.json and needs no weights.
 TINY_LLAMA = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
-    "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 4,
-    "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 512,
-    "rms_norm_eps": 1e-5, "torch_dtype": "float32",
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 1000,
+    "max_position_embeddings": 512,
+    "rms_norm_eps": 1e-5,
+    "torch_dtype": "float32",
 }
 
 
@@ -48,10 +55,16 @@ def make_proposer(model_dir):
     from vllm.v1.spec_decode.suffix_decoding import SuffixDecodingProposer
 
     def make(depth=16, num_spec=8, max_model_len=256):
-        spec = SpeculativeConfig(method="suffix", num_speculative_tokens=num_spec,
-                                 suffix_decoding_max_tree_depth=depth, suffix_decoding_max_cached_requests=100)
+        spec = SpeculativeConfig(
+            method="suffix",
+            num_speculative_tokens=num_spec,
+            suffix_decoding_max_tree_depth=depth,
+            suffix_decoding_max_cached_requests=100,
+        )
         model = ModelConfig(model=model_dir, skip_tokenizer_init=True, max_model_len=max_model_len)
-        cfg = VllmConfig(model_config=model, speculative_config=spec, device_config=DeviceConfig(device="cpu"))
+        cfg = VllmConfig(
+            model_config=model, speculative_config=spec, device_config=DeviceConfig(device="cpu")
+        )
         return SuffixDecodingProposer(cfg)
 
     return make
@@ -66,17 +79,31 @@ class Runner:
 
         monkeypatch.setattr(gib, "PIN_MEMORY", False)
         self.batch = gib.InputBatch(
-            max_num_reqs=8, max_model_len=max_len, max_num_batched_tokens=1024, device=torch.device("cpu"),
-            vocab_size=1000, block_sizes=[16], kernel_block_sizes=[16],
-            max_num_blocks_per_req=[max_len // 16], num_spec_tokens=num_spec)
+            max_num_reqs=8,
+            max_model_len=max_len,
+            max_num_batched_tokens=1024,
+            device=torch.device("cpu"),
+            vocab_size=1000,
+            block_sizes=[16],
+            kernel_block_sizes=[16],
+            max_num_blocks_per_req=[max_len // 16],
+            num_spec_tokens=num_spec,
+        )
         self._state_cls = gib.CachedRequestState
 
     def add(self, req_id, prompt):
         from vllm import SamplingParams
 
-        st = self._state_cls(req_id=req_id, prompt_token_ids=list(prompt), mm_features=[],
-                             sampling_params=SamplingParams(temperature=0.0), generator=None,
-                             block_ids=([0],), num_computed_tokens=0, output_token_ids=[])
+        st = self._state_cls(
+            req_id=req_id,
+            prompt_token_ids=list(prompt),
+            mm_features=[],
+            sampling_params=SamplingParams(temperature=0.0),
+            generator=None,
+            block_ids=([0],),
+            num_computed_tokens=0,
+            output_token_ids=[],
+        )
         return self.batch.add_request(st)
 
     def remove(self, req_id):
@@ -102,8 +129,9 @@ def test_vllm_detects_the_package_and_accepts_the_config():
 
     assert has_arctic_inference()
     # Left unset, vLLM sets num_speculative_tokens to the tree depth.
-    cfg = SpeculativeConfig(method="suffix", suffix_decoding_max_tree_depth=24,
-                            suffix_decoding_max_cached_requests=10)
+    cfg = SpeculativeConfig(
+        method="suffix", suffix_decoding_max_tree_depth=24, suffix_decoding_max_cached_requests=10
+    )
     assert cfg.num_speculative_tokens == 24
 
 

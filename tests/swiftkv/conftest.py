@@ -13,15 +13,21 @@ import pytest
 
 pytest.importorskip("vllm")
 
-SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-             num_attention_heads=4, num_key_value_heads=2)
+SHAPE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 
 def make_ckpt(root: Path, name: str, kv_layers: int, **overrides) -> Path:
     from arctic_inference.vllm.swiftkv import make_checkpoint as mc
 
-    config, state = mc.random_llama(SHAPE, vocab_size=300, seed=0, logit_scale=4.0,
-                                    max_positions=512)
+    config, state = mc.random_llama(
+        SHAPE, vocab_size=300, seed=0, logit_scale=4.0, max_positions=512
+    )
     config, state = mc.add_swiftkv(config, state, kv_layers, seed=1)
     for key, value in overrides.items():
         state[key] = value(state) if callable(value) else value
@@ -56,10 +62,10 @@ def build_vllm_model(ckpt: Path, **engine):
 
     from arctic_inference.vllm.swiftkv.model import LlamaSwiftKVForCausalLM
 
-    model_config = ModelConfig(model=str(ckpt), dtype="float32", max_model_len=256,
-                               skip_tokenizer_init=True)
-    cfg = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"),
-                     **engine)
+    model_config = ModelConfig(
+        model=str(ckpt), dtype="float32", max_model_len=256, skip_tokenizer_init=True
+    )
+    cfg = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"), **engine)
     with set_current_vllm_config(cfg), torch.device("cpu"):
         model = LlamaSwiftKVForCausalLM(vllm_config=cfg)
     weights = load_file(str(ckpt / "model.safetensors"))
@@ -77,5 +83,7 @@ def triton_attention_backend(monkeypatch):
     from vllm.platforms import current_platform
 
     monkeypatch.setattr(
-        current_platform, "get_attn_backend_cls",
-        lambda *a, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
+        current_platform,
+        "get_attn_backend_cls",
+        lambda *a, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend",
+    )

@@ -22,9 +22,11 @@ class ReferenceSwiftKV:
         from safetensors.torch import load_file
 
         self.cfg = json.loads((Path(ckpt) / "config.json").read_text())
-        self.w = {k: v.to(device=device, dtype=dtype)
-                  for f in sorted(Path(ckpt).glob("*.safetensors"))
-                  for k, v in load_file(str(f)).items()}
+        self.w = {
+            k: v.to(device=device, dtype=dtype)
+            for f in sorted(Path(ckpt).glob("*.safetensors"))
+            for k, v in load_file(str(f)).items()
+        }
         c = self.cfg
         self.dtype, self.device = dtype, device
         self.layers = c["num_hidden_layers"]
@@ -64,8 +66,9 @@ class ReferenceSwiftKV:
     def _mlp(self, x, i):
         p = f"model.layers.{i}.mlp."
         g = torch.nn.functional.silu(self._lin(x, p + "gate_proj.weight").float())
-        return self._lin((g * self._lin(x, p + "up_proj.weight").float()).to(x.dtype),
-                         p + "down_proj.weight")
+        return self._lin(
+            (g * self._lin(x, p + "up_proj.weight").float()).to(x.dtype), p + "down_proj.weight"
+        )
 
     @torch.no_grad()
     def logits(self, ids: list[int]) -> torch.Tensor:

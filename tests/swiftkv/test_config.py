@@ -8,8 +8,13 @@ import pytest
 
 from arctic_inference.vllm.swiftkv.config import LlamaSwiftKVConfig, SwiftKVConfigError
 
-BASE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-            num_attention_heads=4, num_key_value_heads=2)
+BASE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 
 def test_released_field_names_parse(registered, ckpt_dir):
@@ -56,7 +61,9 @@ def test_bad_value_in_a_checkpoint_fails_when_vllm_reads_it(registered, ckpt_dir
     (bad / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(Exception) as err:
         ModelConfig(model=str(bad), skip_tokenizer_init=True)
-    assert "num_key_value_layers must be an integer from 1 to num_hidden_layers (4)" in str(err.value)
+    assert "num_key_value_layers must be an integer from 1 to num_hidden_layers (4)" in str(
+        err.value
+    )
 
 
 def test_vllm_resolves_the_architecture(registered, ckpt_dir):

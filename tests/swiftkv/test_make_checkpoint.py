@@ -13,11 +13,17 @@ def test_tiny_checkpoint_from_scratch_and_from_a_base(tmp_path, registered):
 
     assert mc.main(["--size", "tiny", "--out", str(tmp_path / "a"), "--vocab-size", "300"]) == 0
     cfg = AutoConfig.from_pretrained(tmp_path / "a")
-    assert (cfg.model_type, cfg.num_hidden_layers, cfg.num_key_value_layers) == ("llama_swiftkv", 4, 2)
+    assert (cfg.model_type, cfg.num_hidden_layers, cfg.num_key_value_layers) == (
+        "llama_swiftkv",
+        4,
+        2,
+    )
     state = load_file(str(tmp_path / "a" / "model.safetensors"))
     swift = sorted(k for k in state if "swiftkv" in k)
-    assert swift == sorted([f"model.layers.{i}.self_attn.{p}_proj_swiftkv.weight"
-                            for i in (2, 3) for p in "qkv"] + ["model.norm_swiftkv.weight"])
+    assert swift == sorted(
+        [f"model.layers.{i}.self_attn.{p}_proj_swiftkv.weight" for i in (2, 3) for p in "qkv"]
+        + ["model.norm_swiftkv.weight"]
+    )
     assert state["model.layers.2.self_attn.k_proj_swiftkv.weight"].shape == (128, 256)
     # converting an existing Llama keeps its weights and copies its tokenizer files
     base = tmp_path / "base"

@@ -8,28 +8,45 @@ import torch
 
 def _meta(cls_name: str):
     qsl = torch.tensor([0, 5, 6, 14], dtype=torch.int32)  # prefill 5, decode 1, chunk 8
-    common = dict(num_actual_tokens=14, max_query_len=8, query_start_loc=qsl, max_seq_len=40,
-                  seq_lens=torch.tensor([5, 30, 40], dtype=torch.int32),
-                  block_table=torch.zeros(3, 4, dtype=torch.int32),
-                  slot_mapping=torch.arange(100, 114), use_cascade=True, common_prefix_len=16,
-                  cu_prefix_query_lens=qsl, prefix_kv_lens=qsl, suffix_kv_lens=qsl,
-                  scheduler_metadata=torch.zeros(3))
+    common = dict(
+        num_actual_tokens=14,
+        max_query_len=8,
+        query_start_loc=qsl,
+        max_seq_len=40,
+        seq_lens=torch.tensor([5, 30, 40], dtype=torch.int32),
+        block_table=torch.zeros(3, 4, dtype=torch.int32),
+        slot_mapping=torch.arange(100, 114),
+        use_cascade=True,
+        common_prefix_len=16,
+        cu_prefix_query_lens=qsl,
+        prefix_kv_lens=qsl,
+        suffix_kv_lens=qsl,
+        scheduler_metadata=torch.zeros(3),
+    )
     if cls_name == "flash":
         from vllm.v1.attention.backends.flash_attn import FlashAttentionMetadata
 
         return FlashAttentionMetadata(**common, max_num_splits=4)
     from vllm.v1.attention.backends.triton_attn import TritonAttentionMetadata
 
-    return TritonAttentionMetadata(**common, seq_threshold_3D=8, num_par_softmax_segments=16,
-                                   softmax_segm_output=torch.zeros(1),
-                                   softmax_segm_max=torch.zeros(1),
-                                   softmax_segm_expsum=torch.zeros(1), causal=True)
+    return TritonAttentionMetadata(
+        **common,
+        seq_threshold_3D=8,
+        num_par_softmax_segments=16,
+        softmax_segm_output=torch.zeros(1),
+        softmax_segm_max=torch.zeros(1),
+        softmax_segm_expsum=torch.zeros(1),
+        causal=True,
+    )
 
 
 @pytest.mark.parametrize("kind", ["flash", "triton"])
 def test_one_query_per_request_over_the_same_kv(kind):
     from arctic_inference.vllm.swiftkv.metadata import (
-        has_prompt_tokens, logits_token_indices, restrict_to_logits_tokens)
+        has_prompt_tokens,
+        logits_token_indices,
+        restrict_to_logits_tokens,
+    )
 
     meta = _meta(kind)
     assert has_prompt_tokens(meta)
@@ -53,8 +70,12 @@ def test_decode_only_batch_keeps_the_full_path():
     meta = _meta("triton")
     import dataclasses
 
-    decode = dataclasses.replace(meta, num_actual_tokens=3, max_query_len=1,
-                                 query_start_loc=torch.tensor([0, 1, 2, 3], dtype=torch.int32))
+    decode = dataclasses.replace(
+        meta,
+        num_actual_tokens=3,
+        max_query_len=1,
+        query_start_loc=torch.tensor([0, 1, 2, 3], dtype=torch.int32),
+    )
     assert not has_prompt_tokens(decode)
 
 
@@ -62,7 +83,9 @@ def test_other_backends_are_refused():
     import dataclasses
 
     from arctic_inference.vllm.swiftkv.metadata import (
-        UnsupportedAttentionMetadata, restrict_to_logits_tokens)
+        UnsupportedAttentionMetadata,
+        restrict_to_logits_tokens,
+    )
 
     @dataclasses.dataclass
     class FlashInferMetadata:

@@ -73,7 +73,11 @@ class ForestConfig:
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("min_group_size", self.min_group_size, minimum=2)
         fraction = self.min_non_singleton_fraction
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 <= fraction <= 1.0:
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, (int, float))
+            or not 0.0 <= fraction <= 1.0
+        ):
             raise ValueError(
                 f"forest_cascade_attn_configs: min_non_singleton_fraction must be a number "
                 f"in [0, 1], got {fraction!r}."

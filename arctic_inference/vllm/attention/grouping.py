@@ -154,7 +154,9 @@ def _best_partition(
             whole: list[PrefixGroup] = []
         else:
             whole = [PrefixGroup(tuple(int(r) for r in bucket), blocks)]
-        deeper = _best_partition(table, cap, bucket, blocks, blocks if whole else parent_blocks, config)
+        deeper = _best_partition(
+            table, cap, bucket, blocks, blocks if whole else parent_blocks, config
+        )
         if _saved(deeper) > _saved(whole):
             out.extend(deeper)
         else:

@@ -73,7 +73,9 @@ def build_forest_plan(
     shift = torch.from_numpy(prefix_blocks.astype(np.int64)).to(device)
     # Columns past the row's end repeat its last entry: the kernel reads only the
     # blocks that ``suffix_seqused_k`` covers, so the padding is never touched.
-    columns = (torch.arange(width, device=device, dtype=torch.int64)[None, :] + shift[:, None]).clamp_(max=width - 1)
+    columns = (
+        torch.arange(width, device=device, dtype=torch.int64)[None, :] + shift[:, None]
+    ).clamp_(max=width - 1)
     shifted = torch.gather(block_table[:num_reqs], 1, columns)
     prefix_len = torch.from_numpy((prefix_blocks * block_size).astype(np.int32)).to(device)
 
@@ -84,7 +86,9 @@ def build_forest_plan(
         num_groups=len(grouping.groups),
         prefix_token_index=to_device(token_index, torch.int64),
         prefix_cu_seqlens_q=to_device(cu, torch.int32),
-        prefix_seqused_k=to_device(np.asarray(group_blocks, dtype=np.int32) * block_size, torch.int32),
+        prefix_seqused_k=to_device(
+            np.asarray(group_blocks, dtype=np.int32) * block_size, torch.int32
+        ),
         prefix_block_table=to_device(prefix_table, torch.int32),
         max_prefix_query_len=max(group_tokens, default=0),
         max_prefix_kv_len=max_blocks * block_size,

@@ -62,7 +62,7 @@ class ForestPlanner:
             get_logger(__name__).warning(
                 "Forest Cascade Attention is configured but full CUDA graphs are on, so no "
                 "batch will be grouped; start with compilation_config="
-                "{\"cudagraph_mode\": \"PIECEWISE\"} to use it."
+                '{"cudagraph_mode": "PIECEWISE"} to use it.'
             )
         return cls(
             config,

@@ -60,7 +60,9 @@ def _check_args(k, v, k_caches, v_caches, slot_mapping) -> None:
         raise ValueError(f"{slot_mapping.numel()} slots for only {k.shape[0]} tokens")
     for kc in list(k_caches) + list(v_caches):
         if kc.dim() != 4 or tuple(kc.shape[2:]) != tuple(k.shape[2:]):
-            raise ValueError(f"cache view {tuple(kc.shape)} does not hold heads x head {tuple(k.shape[2:])}")
+            raise ValueError(
+                f"cache view {tuple(kc.shape)} does not hold heads x head {tuple(k.shape[2:])}"
+            )
 
 
 def _uniform_strides(caches: Sequence[torch.Tensor]) -> bool:
@@ -153,8 +155,9 @@ class OffsetTable:
         return self._tables
 
 
-def triton_write_possible(k: torch.Tensor, k_caches: Sequence[torch.Tensor],
-                          v_caches: Sequence[torch.Tensor]) -> bool:
+def triton_write_possible(
+    k: torch.Tensor, k_caches: Sequence[torch.Tensor], v_caches: Sequence[torch.Tensor]
+) -> bool:
     """Whether the Triton kernel can do this write (CUDA, uniform strides)."""
     return (
         _HAVE_TRITON
@@ -187,12 +190,27 @@ def write_kv_triton(
     heads, head = k.shape[2], k.shape[3]
     kc0 = k_caches[0]
     _swiftkv_write_kernel[(n, k.shape[1])](
-        k, v, kc0, v_caches[0], offsets[0], offsets[1], slot_mapping,
-        k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2),
-        kc0.stride(0), kc0.stride(1), kc0.stride(2), kc0.stride(3),
+        k,
+        v,
+        kc0,
+        v_caches[0],
+        offsets[0],
+        offsets[1],
+        slot_mapping,
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        v.stride(0),
+        v.stride(1),
+        v.stride(2),
+        kc0.stride(0),
+        kc0.stride(1),
+        kc0.stride(2),
+        kc0.stride(3),
         kc0.shape[1],
-        HEADS=heads, HEAD=head, BLOCK=triton.next_power_of_2(heads * head),
+        HEADS=heads,
+        HEAD=head,
+        BLOCK=triton.next_power_of_2(heads * head),
     )
     return True
 

@@ -26,22 +26,43 @@ from pathlib import Path
 import torch
 
 SHAPES = {
-    "tiny": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4,
-                 num_attention_heads=4, num_key_value_heads=2),
-    "small": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
-                  num_attention_heads=32, num_key_value_heads=8),
+    "tiny": dict(
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    ),
+    "small": dict(
+        hidden_size=2048,
+        intermediate_size=5632,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+    ),
 }
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                   "generation_config.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+)
 
 
-def random_llama(shape: dict, vocab_size: int, seed: int, logit_scale: float,
-                 max_positions: int = 8192) -> tuple[dict, dict[str, torch.Tensor]]:
+def random_llama(
+    shape: dict, vocab_size: int, seed: int, logit_scale: float, max_positions: int = 8192
+) -> tuple[dict, dict[str, torch.Tensor]]:
     """A random-weight HF Llama: (config dict, state dict in bf16)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=vocab_size, max_position_embeddings=max_positions,
-                      bos_token_id=1, eos_token_id=2, tie_word_embeddings=False, **shape)
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        max_position_embeddings=max_positions,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=False,
+        **shape,
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg)
     with torch.no_grad():
@@ -64,8 +85,9 @@ def load_base(base: Path) -> tuple[dict, dict[str, torch.Tensor]]:
     return config, state
 
 
-def add_swiftkv(config: dict, state: dict[str, torch.Tensor], kv_layers: int,
-                seed: int, noise: float = 0.3) -> tuple[dict, dict[str, torch.Tensor]]:
+def add_swiftkv(
+    config: dict, state: dict[str, torch.Tensor], kv_layers: int, seed: int, noise: float = 0.3
+) -> tuple[dict, dict[str, torch.Tensor]]:
     """SwiftKV config and tensors on top of a Llama (inputs are not modified)."""
     layers = int(config["num_hidden_layers"])
     if not 1 <= kv_layers <= layers:
@@ -77,19 +99,25 @@ def add_swiftkv(config: dict, state: dict[str, torch.Tensor], kv_layers: int,
             w = state[f"model.layers.{i}.self_attn.{proj}_proj.weight"]
             jitter = torch.randn(w.shape, generator=gen) * (noise * w.float().std())
             out[f"model.layers.{i}.self_attn.{proj}_proj_swiftkv.weight"] = (
-                (w.float() + jitter).to(w.dtype).contiguous())
+                (w.float() + jitter).to(w.dtype).contiguous()
+            )
     if kv_layers < layers:
         norm = state["model.norm.weight"]
-        out["model.norm_swiftkv.weight"] = (
-            1.0 + 0.1 * torch.randn(norm.shape, generator=gen)).to(norm.dtype)
+        out["model.norm_swiftkv.weight"] = (1.0 + 0.1 * torch.randn(norm.shape, generator=gen)).to(
+            norm.dtype
+        )
     new_config = dict(config)
-    new_config.update(model_type="llama_swiftkv", architectures=["LlamaSwiftKVForCausalLM"],
-                      num_key_value_layers=kv_layers)
+    new_config.update(
+        model_type="llama_swiftkv",
+        architectures=["LlamaSwiftKVForCausalLM"],
+        num_key_value_layers=kv_layers,
+    )
     return new_config, out
 
 
-def write_checkpoint(out: Path, config: dict, state: dict[str, torch.Tensor],
-                     tokenizer_from: Path | None) -> None:
+def write_checkpoint(
+    out: Path, config: dict, state: dict[str, torch.Tensor], tokenizer_from: Path | None
+) -> None:
     """Write config.json + model.safetensors (+ tokenizer files) into ``out``."""
     from safetensors.torch import save_file
 
@@ -105,9 +133,16 @@ def write_checkpoint(out: Path, config: dict, state: dict[str, torch.Tensor],
                 shutil.copyfile(src, out / name)
 
 
-def build(out: Path, kv_layers: int | None, base: Path | None = None, size: str | None = None,
-          seed: int = 0, vocab_size: int = 1000, logit_scale: float = 30.0,
-          tokenizer_from: Path | None = None) -> dict:
+def build(
+    out: Path,
+    kv_layers: int | None,
+    base: Path | None = None,
+    size: str | None = None,
+    seed: int = 0,
+    vocab_size: int = 1000,
+    logit_scale: float = 30.0,
+    tokenizer_from: Path | None = None,
+) -> dict:
     """Make one checkpoint; ``kv_layers`` None means half the layers. Returns its config."""
     if (base is None) == (size is None):
         raise ValueError("give exactly one of base or size")
@@ -128,20 +163,30 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--base", type=Path, help="HF Llama checkpoint folder to convert")
     src.add_argument("--size", choices=sorted(SHAPES), help="fresh random Llama of this shape")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--kv-layers", type=int, default=None,
-                    help="layers that keep their own K/V (default: half)")
+    ap.add_argument(
+        "--kv-layers", type=int, default=None, help="layers that keep their own K/V (default: half)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vocab-size", type=int, default=1000)
     ap.add_argument("--tokenizer-from", type=Path, default=None)
     a = ap.parse_args(argv)
     try:
-        cfg = build(a.out, a.kv_layers, base=a.base, size=a.size, seed=a.seed,
-                    vocab_size=a.vocab_size, tokenizer_from=a.tokenizer_from)
+        cfg = build(
+            a.out,
+            a.kv_layers,
+            base=a.base,
+            size=a.size,
+            seed=a.seed,
+            vocab_size=a.vocab_size,
+            tokenizer_from=a.tokenizer_from,
+        )
     except (ValueError, FileNotFoundError, KeyError) as exc:
         print(f"make_checkpoint: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {a.out}: {cfg['num_hidden_layers']} layers, "
-          f"num_key_value_layers={cfg['num_key_value_layers']}")
+    print(
+        f"wrote {a.out}: {cfg['num_hidden_layers']} layers, "
+        f"num_key_value_layers={cfg['num_key_value_layers']}"
+    )
     return 0
 
 
