@@ -3,10 +3,10 @@
 # From the project root, after `source .gpu2/device-env.sh` and
 # `bash tests/gpu/device_run.sh install` (see ../shared/gpu/README.md):
 #   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS]
-# Builds the model once (/opt/models/small-llama-8k), runs engines until BUDGET_S (default
-# 480) is spent, keeps finished runs in /tmp/forest-runs (a later call continues there)
-# and copies runs (with their logs), results.json and RESULTS.md to $OUT. Exit 1 while runs
-# are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
+# Builds the model once (/opt/models/small-llama-8k), starts the three engines and measures
+# workloads while they fit in BUDGET_S (default 480), keeps each finished workload in
+# /tmp/forest-runs (a later call continues with the missing ones) and copies runs, engine
+# logs, results.json and RESULTS.md to $OUT. Exit 1 while workloads are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
 budget="${1:-480}"

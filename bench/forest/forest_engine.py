@@ -1,23 +1,22 @@
-"""One fresh engine in one configuration: every workload timed; prints ``RESULT {json}``.
+"""One engine in one configuration, kept alive and driven by ``forest_speed.py``.
 
 Configurations: ``flash`` (FLASH_ATTN, vLLM's cascade off), ``cascade`` (FLASH_ATTN with
-vLLM's single-prefix cascade on), ``forest`` (the forest fork, default knobs). Every
-workload gets one untimed warm-up round (compilation, and the prefix cache then holds
-its prompts), then rounds are repeated until the timed phase lasts ``--phase-s``.
-Tokens/s counts generated tokens; prompts are prefix-cache hits after the warm-up, so
-the phase is decode-dominated. ``--profile`` adds one profiled rollout round with
-attention-kernel time per decode step.
+vLLM's single-prefix cascade on), ``forest`` (the forest fork, default knobs). A command
+names a workload and a number of rounds; the answer is the generated tokens and the
+time they took. Prompts are prefix-cache hits after the parent's warm-up round, so a
+timed phase is decode-dominated. A ``profile`` command runs one profiled round and
+returns the attention-kernel time per decode step.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from forest_workloads import make_workloads  # noqa: E402
 
 CONFIGS = ("flash", "cascade", "forest")
@@ -25,7 +24,7 @@ ATTENTION_KERNELS = ("flash", "fmha", "mha_fwd", "merge_attn")
 INDEX_KERNELS = ("index", "gather")
 
 
-def engine_kwargs(config: str, model: str, cudagraph_mode: str | None) -> dict:
+def engine_kwargs(config: str, model: str, cudagraph_mode: str | None, gpu_util: float) -> dict:
     arctic = {"forest_cascade_attn_configs": "{}"} if config == "forest" else {}
     # Forest groups only without full CUDA graphs; the others keep vLLM's default unless told.
     mode = cudagraph_mode or ("PIECEWISE" if config == "forest" else None)
@@ -37,7 +36,7 @@ def engine_kwargs(config: str, model: str, cudagraph_mode: str | None) -> dict:
         enable_prefix_caching=True,
         disable_cascade_attn=config != "cascade",
         max_model_len=8192,
-        gpu_memory_utilization=0.85,
+        gpu_memory_utilization=gpu_util,
         seed=0,
         additional_config={"arctic": arctic},
     )
@@ -86,46 +85,45 @@ def _profile(llm, workload) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--config", choices=CONFIGS, required=True)
-    parser.add_argument("--workloads", default="rollouts,sysprompt,noshare")
-    parser.add_argument("--phase-s", type=float, default=10.0)
-    parser.add_argument("--cudagraph-mode", default=None)
-    parser.add_argument("--profile", action="store_true")
-    args = parser.parse_args()
-
+def serve(args) -> None:
+    """Child process: one engine for the whole benchmark, one JSON command per line."""
+    from engine_proc import serve_loop
     from vllm import LLM
 
     from arctic_inference.vllm.attention.planner import STATS
 
     t0 = time.time()
-    llm = LLM(**engine_kwargs(args.config, args.model, args.cudagraph_mode))
-    result = {"config": args.config, "engine_start_s": round(time.time() - t0, 1), "workloads": {}}
+    llm = LLM(**engine_kwargs(args.config, args.model, args.cudagraph_mode, args.gpu_util))
+    started = round(time.time() - t0, 1)
     workloads = make_workloads()
-    for name in args.workloads.split(","):
-        workload = workloads[name]
-        _round(llm, workload)  # warm-up
+
+    def handle(cmd: dict) -> dict:
+        workload = workloads[cmd["workload"]]
+        if cmd.get("profile"):
+            return {"profile": _profile(llm, workload)}
         planned_before = STATS["planned"]
-        tokens, rounds, start = 0, 0, time.perf_counter()
-        while True:
+        tokens, start = 0, time.perf_counter()
+        for _ in range(cmd["rounds"]):
             tokens += _round(llm, workload)
-            rounds += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= args.phase_s:
-                break
-        entry = {
+        elapsed = time.perf_counter() - start
+        return {
             "tokens": tokens,
-            "rounds": rounds,
+            "rounds": cmd["rounds"],
             "elapsed_s": elapsed,
             "tokens_per_s": tokens / elapsed,
             "forest_planned_steps": STATS["planned"] - planned_before,
         }
-        if args.profile and name == "rollouts":
-            entry["profile"] = _profile(llm, workload)
-        result["workloads"][name] = entry
-    print("RESULT " + json.dumps(result), flush=True)
+
+    serve_loop(handle, {"config": args.config, "engine_start_s": started})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--config", choices=CONFIGS, required=True)
+    parser.add_argument("--cudagraph-mode", default=None)
+    parser.add_argument("--gpu-util", type=float, default=0.28)
+    serve(parser.parse_args())
     return 0
 
 

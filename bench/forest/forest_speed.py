@@ -1,13 +1,17 @@
 """Forest Cascade Attention benchmark on the GPU: three workloads x three configurations.
 
-Each (repetition, configuration) is a fresh engine in its own process
-(``forest_engine.py``), run in interleaved order (flash cascade forest flash cascade forest
-...), at least 5 repetitions, every timed phase at least 10 s. Each run's JSON lands in
-``--runs`` as it finishes, so a session cut short (``--budget-s``) resumes where it
-stopped. The report gives, per workload and configuration, the median tokens/s with min
-and max, the ratio to ``flash`` measured within each repetition (median, min, max), and
-for the rollouts the profiled attention-kernel time per decode step with the KV traffic
-it implies against the H200's bandwidth.
+One engine per configuration (``forest_engine.py`` in its own process), all three alive
+for the run, each with its share of GPU memory. Per workload: every engine runs one
+untimed warm-up round and one sizing round; the round count of a timed phase is then
+chosen so the fastest engine's phase lasts at least ``--phase-s`` (every engine runs the
+same count); then ``--reps`` repetitions with the configuration order rotated each time
+(flash cascade forest, cascade forest flash, forest flash cascade, ...). A finished
+workload's runs land in ``--runs/<workload>.json``, so a session cut short
+(``--budget-s``) resumes with the workloads still missing. The report gives, per
+workload and configuration, the median tokens/s with min and max, the ratio to
+``flash`` within each repetition (median, min, max), and for the rollouts the profiled
+attention-kernel time per decode step with the KV traffic it implies against the H200's
+bandwidth.
 
     python3 bench/forest/build_model.py --out /opt/models/small-llama-8k
     python3 bench/forest/forest_speed.py --model /opt/models/small-llama-8k \\
@@ -18,15 +22,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from engine_proc import EngineProcess  # noqa: E402
 from forest_engine import CONFIGS  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 
@@ -46,37 +52,39 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_one(args, rep: int, config: str) -> dict | None:
-    path = args.runs / f"rep{rep}-{config}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    cmd = [
-        sys.executable,
-        str(HERE / "forest_engine.py"),
-        "--model",
-        args.model,
-        "--config",
-        config,
-        "--phase-s",
-        str(args.phase_s),
-        "--workloads",
-        args.workloads,
-    ]
-    if args.cudagraph_mode:
-        cmd += ["--cudagraph-mode", args.cudagraph_mode]
-    if rep == 0:
-        cmd.append("--profile")
-    log = args.runs / f"rep{rep}-{config}.log"
-    with open(log, "w") as handle:
-        proc = subprocess.run(cmd, env=_env(), stdout=handle, stderr=subprocess.STDOUT, timeout=900)
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        print(f"rep {rep} {config}: failed (rc {proc.returncode}), see {log}", flush=True)
-        return None
-    result = json.loads(lines[-1][len("RESULT ") :])
-    result["rep"] = rep
-    path.write_text(json.dumps(result, indent=1))
-    return result
+def start_engines(args) -> list[EngineProcess]:
+    """One after another: vLLM sizes its KV cache from the memory free while it profiles."""
+    engines = []
+    for config in CONFIGS:
+        argv = [str(HERE / "forest_engine.py"), "--model", args.model, "--config", config]
+        argv += ["--gpu-util", str(args.gpu_util)]
+        if args.cudagraph_mode:
+            argv += ["--cudagraph-mode", args.cudagraph_mode]
+        log = args.runs / f"engine-{config}.log"
+        engine = EngineProcess(config, argv, log, env=_env())
+        print(f"engine {config} up in {engine.info['engine_start_s']} s", flush=True)
+        engines.append(engine)
+    return engines
+
+
+def measure_workload(args, engines: list[EngineProcess], name: str) -> dict:
+    """Warm up, size the phase, then ``reps`` rotated rounds of every configuration."""
+    for engine in engines:
+        engine.run(workload=name, rounds=1)  # warm-up: new shapes, prefix cache filled
+    sizing = {e.name: e.run(workload=name, rounds=1)["elapsed_s"] for e in engines}
+    rounds = max(1, math.ceil(1.1 * args.phase_s / min(sizing.values())))
+    runs: list[dict] = []
+    for rep in range(args.reps):
+        shift = rep % len(engines)
+        for engine in engines[shift:] + engines[:shift]:
+            result = engine.run(workload=name, rounds=rounds)
+            runs.append({"rep": rep, "config": engine.name, **result})
+            print(
+                f"{name} rep {rep} {engine.name}: {result['tokens_per_s']:.0f} tok/s "
+                f"({result['elapsed_s']:.1f} s, forest steps {result['forest_planned_steps']})",
+                flush=True,
+            )
+    return {"workload": name, "rounds": rounds, "sizing_s": sizing, "runs": runs}
 
 
 def kv_bytes_per_step(model_dir: str, config: str) -> float:
@@ -100,62 +108,47 @@ def kv_bytes_per_step(model_dir: str, config: str) -> float:
     return tokens * per_token
 
 
-def summarize(runs: list[dict], model: str) -> dict:
-    out: dict = {"workloads": {}, "reps": sorted({r["rep"] for r in runs})}
-    names = sorted({w for r in runs for w in r["workloads"]})
-    for name in names:
-        entry: dict = {}
+def _stats(values: list[float]) -> dict:
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
+    out: dict = {"workloads": {}}
+    for name, record in measured.items():
+        runs = record["runs"]
+        entry: dict = {"rounds": record["rounds"]}
         for config in CONFIGS:
-            values = [
-                r["workloads"][name]["tokens_per_s"]
-                for r in runs
-                if r["config"] == config and name in r["workloads"]
-            ]
+            values = [r["tokens_per_s"] for r in runs if r["config"] == config]
             if values:
-                entry[config] = {
-                    "median": statistics.median(values),
-                    "min": min(values),
-                    "max": max(values),
-                    "n": len(values),
-                }
+                entry[config] = _stats(values)
+            entry[f"{config}_phase_s"] = [
+                round(r["elapsed_s"], 1) for r in runs if r["config"] == config
+            ]
+            entry[f"{config}_forest_steps"] = sum(
+                r["forest_planned_steps"] for r in runs if r["config"] == config
+            )
+        by_rep = {(r["rep"], r["config"]): r["tokens_per_s"] for r in runs}
+        reps = sorted({r["rep"] for r in runs})
         for config in ("cascade", "forest"):
-            ratios = []
-            for rep in out["reps"]:
-                base = [r for r in runs if r["rep"] == rep and r["config"] == "flash"]
-                other = [r for r in runs if r["rep"] == rep and r["config"] == config]
-                if (
-                    base
-                    and other
-                    and name in base[0]["workloads"]
-                    and name in other[0]["workloads"]
-                ):
-                    ratios.append(
-                        other[0]["workloads"][name]["tokens_per_s"]
-                        / base[0]["workloads"][name]["tokens_per_s"]
-                    )
-            if ratios:
-                entry[f"{config}_vs_flash"] = {
-                    "median": statistics.median(ratios),
-                    "min": min(ratios),
-                    "max": max(ratios),
-                    "n": len(ratios),
-                }
+            ratios = [by_rep[rep, config] / by_rep[rep, "flash"] for rep in reps]
+            entry[f"{config}_vs_flash"] = _stats(ratios)
         out["workloads"][name] = entry
-    profiles = {}
-    for r in runs:
-        prof = r["workloads"].get("rollouts", {}).get("profile")
-        if prof:
-            moved = kv_bytes_per_step(model, r["config"])
-            seconds = prof["attention_us_per_step"] * 1e-6
-            profiles[r["config"]] = {
-                **prof,
-                "kv_bytes_per_step": moved,
-                "implied_gb_s": moved / seconds / 1e9 if seconds else None,
-                "share_of_h200_bandwidth": (moved / seconds / 1e9 / H200_BANDWIDTH_GBS)
-                if seconds
-                else None,
-            }
-    out["rollouts_profile"] = profiles
+    out["rollouts_profile"] = {}
+    for config, prof in profiles.items():
+        moved = kv_bytes_per_step(model, config)
+        seconds = prof["attention_us_per_step"] * 1e-6
+        gbs = moved / seconds / 1e9 if seconds else None
+        out["rollouts_profile"][config] = {
+            **prof,
+            "kv_bytes_per_step": moved,
+            "implied_gb_s": gbs,
+            "share_of_h200_bandwidth": gbs / H200_BANDWIDTH_GBS if gbs else None,
+        }
     return out
 
 
@@ -163,11 +156,12 @@ def markdown(summary: dict) -> str:
     lines = [
         "# Forest Cascade Attention on one H200",
         "",
-        "Generated tokens/s, median (min-max) over fresh engines; ratios to `flash` within each "
-        "repetition. Produced by `bench/forest/forest_speed.py`.",
+        "Generated tokens/s, median (min-max) over interleaved repetitions; ratios to `flash` "
+        "within each repetition. Produced by `bench/forest/forest_speed.py`.",
         "",
-        "| workload | flash | cascade | forest | cascade / flash | forest / flash |",
-        "|---|---|---|---|---|---|",
+        "| workload | flash | cascade | forest | cascade / flash | forest / flash "
+        "| rounds per phase, shortest phase | forest-planned steps (flash, cascade, forest) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, entry in summary["workloads"].items():
         cells = []
@@ -177,11 +171,14 @@ def markdown(summary: dict) -> str:
         for config in ("cascade", "forest"):
             v = entry.get(f"{config}_vs_flash")
             cells.append(f"x{v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f})" if v else "-")
+        shortest = min(s for c in CONFIGS for s in entry[f"{c}_phase_s"])
+        cells.append(f"{entry['rounds']}, {shortest:.1f} s")
+        cells.append(", ".join(str(entry[f"{c}_forest_steps"]) for c in CONFIGS))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     if summary["rollouts_profile"]:
         lines += [
             "",
-            "Rollouts, profiled round (repetition 0):",
+            "Rollouts, one profiled round per engine after the timed repetitions:",
             "",
             "| config | attention kernels µs / decode step | index+gather µs / step | "
             "KV MB / step | implied GB/s | of H200 bandwidth |",
@@ -204,53 +201,60 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--phase-s", type=float, default=10.0)
     parser.add_argument("--workloads", default="rollouts,sysprompt,noshare")
+    parser.add_argument("--gpu-util", type=float, default=0.28)
     parser.add_argument(
         "--cudagraph-mode",
         default=None,
         help="one mode for every configuration (default: forest PIECEWISE, others vLLM's)",
     )
+    parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--runs", type=Path, default=HERE / "runs")
     parser.add_argument(
         "--budget-s",
         type=float,
         default=float("inf"),
-        help="start no new engine after this many seconds (resume later)",
+        help="start no workload that would end after this many seconds (resume later)",
     )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--md", type=Path, default=None)
     args = parser.parse_args()
     if args.reps < 5 or args.phase_s < 10:
-        print(
-            "note: fewer than 5 repetitions or phases under 10 s are not a measurement", flush=True
-        )
+        print("note: fewer than 5 repetitions or phases under 10 s are not a measurement")
     args.runs.mkdir(parents=True, exist_ok=True)
-    start, runs, complete = time.time(), [], True
-    for rep in range(args.reps):
-        for config in CONFIGS:
-            if (
-                time.time() - start > args.budget_s
-                and not (args.runs / f"rep{rep}-{config}.json").is_file()
-            ):
-                complete = False
-                continue
-            result = run_one(args, rep, config)
-            if result is not None:
-                runs.append(result)
-                print(
-                    f"rep {rep} {config}: "
-                    + ", ".join(
-                        f"{w} {v['tokens_per_s']:.0f} tok/s" for w, v in result["workloads"].items()
-                    ),
-                    flush=True,
-                )
-            else:
-                complete = False
-    summary = summarize(runs, args.model)
-    summary["complete"] = complete
+    names = args.workloads.split(",")
+    done = lambda n: (args.runs / f"{n}.json").is_file()  # noqa: E731
+    profile_path = args.runs / "rollouts-profile.json"
+    want_profile = not args.no_profile and "rollouts" in names
+    pending = [n for n in names if not done(n)]
+    start = time.time()
+    if pending or (want_profile and not profile_path.is_file()):
+        engines = start_engines(args)
+        try:
+            for name in pending:
+                # A workload costs about 3 x reps phases plus its warm-up and sizing rounds.
+                estimate = (3 * args.reps + 6) * args.phase_s * 1.25
+                if time.time() - start + estimate > args.budget_s:
+                    print(f"{name}: left for a later call (budget)", flush=True)
+                    continue
+                record = measure_workload(args, engines, name)
+                (args.runs / f"{name}.json").write_text(json.dumps(record, indent=1))
+            if want_profile and done("rollouts") and not profile_path.is_file():
+                profiles = {
+                    e.name: e.run(workload="rollouts", profile=True)["profile"] for e in engines
+                }
+                profile_path.write_text(json.dumps(profiles, indent=1))
+        finally:
+            for engine in engines:
+                engine.close()
+    measured = {n: json.loads((args.runs / f"{n}.json").read_text()) for n in names if done(n)}
+    profiles = json.loads(profile_path.read_text()) if profile_path.is_file() else {}
+    complete = len(measured) == len(names) and (profiles or not want_profile)
+    summary = summarize(measured, profiles, args.model)
+    summary["complete"] = bool(complete)
     if args.out:
         args.out.write_text(json.dumps(summary, indent=1))
     text = markdown(summary) + (
-        "" if complete else "\n**Incomplete: some runs are missing or failed.**\n"
+        "" if complete else "\n**Incomplete: some workloads are not measured yet.**\n"
     )
     if args.md:
         args.md.write_text(text)
