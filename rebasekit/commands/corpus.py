@@ -11,10 +11,12 @@ from rich.table import Table
 
 from rebasekit.checks.targets import resolve_target, target_member
 from rebasekit.commands._common import (
+    AllowIncompleteOpt,
     PatchBaseOpt,
     PluginOpt,
     emit,
     handle_errors,
+    verdict,
     warn_degradations,
 )
 from rebasekit.completeness import of_inputs
@@ -38,8 +40,18 @@ def show(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
-    """List patch classes, their targets and attributes, upstream imports and calls."""
+    """List patch classes, their targets and attributes, upstream imports and calls.
+
+    Exit 0 when the listing is complete; 2 when part of the plugin or tree could not be
+    read (the listing is still printed, with a warning per gap) unless --allow-incomplete.
+    """
+    degradations = _show(plugin, patch_base, vllm, json_out)
+    raise typer.Exit(verdict(False, degradations, allow_incomplete))
+
+
+def _show(plugin, patch_base, vllm, json_out: bool) -> list:
     corpus = load_corpus(plugin, patch_base)
     index = CodeIndex(open_tree(vllm)) if vllm else None
     actions: dict[tuple[str, str], str] = {}
@@ -55,14 +67,15 @@ def show(
                     Status.FOUND: "replaces",
                     Status.DYNAMIC: "unknown",
                 }.get(st, "adds")
-    warn_degradations(of_inputs(corpus, [index]))  # stderr: the listing below may be partial
+    degradations = list(of_inputs(corpus, [index]))
+    warn_degradations(degradations)  # stderr: the listing below may be partial
     if json_out:
         data = corpus.to_dict()
         for patch in data["patches"]:
             for attr in patch["attributes"]:
                 attr["action"] = actions.get((patch["name"], attr["name"]))
         emit(json.dumps(data, indent=2, default=str))
-        return
+        return degradations
     console = Console(highlight=False)
     console.print(
         f"[bold]{corpus.package}[/bold]: {len(corpus.files)} files, {len(corpus.patches)} patches, "
@@ -110,6 +123,7 @@ def show(
             f"{call.relpath}:{call.lineno}", call.callee, ", ".join(shape), call.via_orig or ""
         )
     console.print(calls)
+    return degradations
 
 
 def register(app: typer.Typer) -> None:

@@ -248,6 +248,21 @@ CASES = [
         "nothing was written",
         identical=("myplug/engine_patch.py",),
     ),
+    Case(
+        "corpus-show-on-unparsable-upstream",
+        _broken_upstream,
+        ["corpus", "show", "--vllm", "{work}/up2"],
+        2,
+        "incomplete analysis",
+    ),
+    Case(
+        "corpus-show-incomplete-allowed",
+        _broken_upstream,
+        ["corpus", "show", "--vllm", "{work}/up2", INCOMPLETE],
+        0,
+        "does not parse",
+    ),
+    Case("corpus-show-complete", _clean, ["corpus", "show", "--vllm", "{work}/up1"], 0, "Engine"),
     Case("report-names-plugin-and-trees", _clean, SCAN_UP1, 0, "myplug"),
     Case(
         "record-not-utf8",

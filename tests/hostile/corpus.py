@@ -45,20 +45,22 @@ class Case:
     """One hostile input and what the contract promises for it."""
 
     name: str
-    setup: Callable[
-        [Path], object
-    ]  # builds the inputs under the (empty) work folder; may return {"env": {...}}
-    argv: list[
-        str
-    ]  # arguments after ``rebasekit``; "{work}" (or "{tmp}") is replaced by the work folder
-    exit_code: int  # 0 clean, 1 findings, 2 bad input / incomplete, 3 internal error
-    message: str  # must appear in stdout+stderr (the problem or the fix, case-insensitive)
-    identical: tuple[str, ...] = ()  # work-relative files that must stay byte-identical
-    may_change: tuple[str, ...] = ()  # work-relative files the command may write
-    env: dict[str, str] = field(default_factory=dict)  # "{work}"/"{case}" are replaced
-    absent: tuple[
-        str, ...
-    ] = ()  # work-relative paths that must not exist afterwards (e.g. a planted marker)
+    # Builds the inputs under the (empty) work folder; may return {"env": {...}}.
+    setup: Callable[[Path], object]
+    # Arguments after ``rebasekit``; "{work}" (or "{tmp}") is replaced by the work folder.
+    argv: list[str]
+    # 0 clean, 1 findings, 2 bad input / incomplete, 3 internal error.
+    exit_code: int
+    # Must appear in stdout+stderr (the problem or the fix, case-insensitive).
+    message: str
+    # Work-relative files that must stay byte-identical.
+    identical: tuple[str, ...] = ()
+    # Work-relative files the command may write.
+    may_change: tuple[str, ...] = ()
+    # Extra environment; "{work}"/"{case}" are replaced.
+    env: dict[str, str] = field(default_factory=dict)
+    # Work-relative paths that must not exist afterwards (e.g. a planted marker).
+    absent: tuple[str, ...] = ()
 
     @classmethod
     def from_record(cls, record: dict) -> Case:
@@ -81,9 +83,8 @@ class Outcome:
     output: str
     changed: list[str]  # files changed outside the documented places
     damaged: list[str]  # files of ``identical`` that changed
-    after: dict[str, str] = field(
-        default_factory=dict
-    )  # work-relative path -> digest after the run
+    # Work-relative path -> digest after the run.
+    after: dict[str, str] = field(default_factory=dict)
 
     @property
     def traceback(self) -> bool:
