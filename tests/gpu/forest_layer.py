@@ -31,7 +31,7 @@ def engine_config(*, heads: int, kv_heads: int, head: int, device: str = "cuda",
     from pathlib import Path
 
     from transformers import LlamaConfig
-    from vllm.config import DeviceConfig, ModelConfig, VllmConfig
+    from vllm.config import CompilationConfig, CUDAGraphMode, DeviceConfig, ModelConfig, VllmConfig
 
     folder = Path(tempfile.gettempdir()) / f"forest-llama-{heads}-{kv_heads}-{head}"
     if not (folder / "config.json").is_file():
@@ -50,6 +50,8 @@ def engine_config(*, heads: int, kv_heads: int, head: int, device: str = "cuda",
     return VllmConfig(
         model_config=model,
         device_config=DeviceConfig(device=device),
+        # Forest groups only without full CUDA graphs; the mode does not change a layer's output.
+        compilation_config=CompilationConfig(cudagraph_mode=CUDAGraphMode.PIECEWISE),
         additional_config={"arctic": arctic} if arctic else {},
     )
 
