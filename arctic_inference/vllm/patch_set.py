@@ -129,7 +129,8 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
     Feature(
         name="swiftkv",
         summary="register the llama_swiftkv config (AutoConfig) and "
-        "LlamaSwiftKVForCausalLM (ModelRegistry)",
+        "LlamaSwiftKVForCausalLM (ModelRegistry); refuse prompt logprobs for it",
+        patches=("arctic_inference.vllm.swiftkv.request_check:InputProcessorSwiftKVPatch",),
         setup="arctic_inference.vllm.swiftkv.registration:register_swiftkv",
     ),
 )

@@ -6,11 +6,20 @@ GPU memory, so the phases can be interleaved A B A B ... without rebuilding
 engines. Phases:
 
 * prefill: ``--prompts`` prompts x ``--prompt-len`` random tokens, 1 new token,
-  prefix caching off, the batch sent ``loops`` times (chosen after warm-up so
-  the faster engine's phase lasts at least ``--min-phase`` seconds; both
-  engines use the same count); throughput = prompt tokens / s.
+  prefix caching off, the batch sent ``loops`` times; throughput = prompt
+  tokens / s.
 * decode: the same number of prompts x ``--decode-prompt-len`` tokens,
   ``--decode-tokens`` new tokens each; throughput = generated tokens / s.
+
+Phase length: after one warm-up batch per engine, each engine is timed over a
+calibration run of at least ``CALIBRATION_S`` seconds (doubling the loop count
+until it lasts that long), and ``loops`` is sized from the faster engine's time
+per batch with a 30 % margin; both engines use the same count. A single batch
+is far too short to time (a 32 x 2k prefill batch takes a fraction of a
+second), which is what made earlier phases come out short. If any timed phase
+still lasts less than ``--min-phase``, the whole phase (all repetitions of both
+engines) is run again with the loop count scaled up, at most ``MAX_RETRIES``
+times; a phase that stays short makes the script exit 1.
 
 Also reported: KV-cache bytes per token of each engine, measured from the
 allocated cache tensors (sum over attention layers of bytes / slots).
@@ -138,6 +147,33 @@ class Engine:
         self.proc.wait(timeout=60)
 
 
+CALIBRATION_S = 2.0
+MARGIN = 1.3
+MAX_RETRIES = 2
+
+
+def loops_for(seconds_per_loop: float, min_phase: float, margin: float = MARGIN) -> int:
+    """Batches per phase so that a phase at this speed lasts ``margin * min_phase``."""
+    if seconds_per_loop <= 0:
+        raise ValueError(f"seconds per loop must be positive, got {seconds_per_loop}")
+    return max(1, math.ceil(margin * min_phase / seconds_per_loop))
+
+
+def rescaled_loops(loops: int, shortest_s: float, min_phase: float, margin: float = MARGIN) -> int:
+    """A loop count at which the shortest phase seen would have lasted ``margin * min_phase``."""
+    return max(loops + 1, loops_for(shortest_s / loops, min_phase, margin))
+
+
+def calibrate(engine: Engine, cmd: dict, seconds: float = CALIBRATION_S) -> float:
+    """Seconds per batch, from a run of at least ``seconds`` (loop count doubled until then)."""
+    loops = 1
+    while True:
+        r = engine.run(**cmd, loops=loops, seed=99)
+        if r["seconds"] >= seconds:
+            return r["seconds"] / loops
+        loops *= 2
+
+
 def summary(values: list[float]) -> dict:
     return {
         "median": statistics.median(values),
@@ -145,6 +181,24 @@ def summary(values: list[float]) -> dict:
         "max": max(values),
         "n": len(values),
     }
+
+
+def run_phase(
+    engines: list[Engine], phase: str, cmd: dict, loops: int, reps: int, key: str
+) -> dict[str, list[dict]]:
+    """``reps`` interleaved repetitions (A B, B A, ...) of one phase at ``loops`` batches."""
+    rows: dict[str, list[dict]] = {e.name: [] for e in engines}
+    for rep in range(reps):
+        for e in engines if rep % 2 == 0 else engines[::-1]:
+            r = e.run(**cmd, loops=loops, seed=rep)
+            r["tok_per_s"] = r[key] / r["seconds"]
+            rows[e.name].append(r)
+            print(
+                f"{phase} rep {rep} {e.name}: {r['tok_per_s']:.0f} tok/s "
+                f"({r['seconds']:.1f} s, {loops} batches)",
+                flush=True,
+            )
+    return rows
 
 
 def main() -> int:
@@ -182,40 +236,42 @@ def main() -> int:
         "kv_bytes_per_token": {e.name: e.info["kv_bytes_per_token"] for e in engines},
         "phases": {},
     }
+    failed = False
     try:
         for phase in a.phases.split(","):
             cmd = phases[phase]
-            # The first batch of an engine pays one-time costs; size the phase from
-            # the second, with a margin so that every timed phase lasts >= min_phase.
-            for e in engines:
+            for e in engines:  # one-time costs of the first batch
                 e.run(**cmd, loops=1, seed=98)
-            warm = {e.name: e.run(**cmd, loops=1, seed=99)["seconds"] for e in engines}
-            loops = max(1, math.ceil(1.3 * a.min_phase / min(warm.values())))
-            rows: dict[str, list[dict]] = {e.name: [] for e in engines}
-            for rep in range(a.reps):
-                for e in engines if rep % 2 == 0 else engines[::-1]:
-                    r = e.run(**cmd, loops=loops, seed=rep)
-                    key = "prompt_tokens" if phase == "prefill" else "generated"
-                    r["tok_per_s"] = r[key] / r["seconds"]
-                    rows[e.name].append(r)
-                    print(
-                        f"{phase} rep {rep} {e.name}: {r['tok_per_s']:.0f} tok/s "
-                        f"({r['seconds']:.1f} s)",
-                        flush=True,
-                    )
+            per_loop = {e.name: calibrate(e, cmd) for e in engines}
+            loops = loops_for(min(per_loop.values()), a.min_phase)
+            key = "prompt_tokens" if phase == "prefill" else "generated"
+            attempts = []
+            for attempt in range(MAX_RETRIES + 1):
+                rows = run_phase(engines, phase, cmd, loops, a.reps, key)
+                short = [
+                    round(r["seconds"], 1)
+                    for rs in rows.values()
+                    for r in rs
+                    if r["seconds"] < a.min_phase
+                ]
+                attempts.append({"loops": loops, "phases_under_min": short})
+                if not short or attempt == MAX_RETRIES:
+                    break
+                shortest = min(r["seconds"] for rs in rows.values() for r in rs)
+                print(
+                    f"WARNING {phase}: {len(short)} timed phases under {a.min_phase} s: "
+                    f"{short}; running the phase again",
+                    flush=True,
+                )
+                loops = rescaled_loops(loops, shortest, a.min_phase)
+            failed = failed or bool(short)
+            loops = attempts[-1]["loops"]
             tps = {n: [r["tok_per_s"] for r in rs] for n, rs in rows.items()}
-            short = [
-                round(r["seconds"], 1)
-                for rs in rows.values()
-                for r in rs
-                if r["seconds"] < a.min_phase
-            ]
-            if short:
-                print(f"WARNING {phase}: {len(short)} timed phases under {a.min_phase} s: {short}")
             ratios = [s / base for s, base in zip(tps["swiftkv"], tps["llama"])]
             result["phases"][phase] = {
                 "loops": loops,
-                "warmup_s": warm,
+                "calibration_s_per_loop": per_loop,
+                "attempts": attempts,
                 "runs": rows,
                 "tok_per_s": {n: summary(v) for n, v in tps.items()},
                 "ratio_per_rep": summary(ratios),
@@ -236,7 +292,9 @@ def main() -> int:
             e.close()
         a.out.write_text(json.dumps(result, indent=2))
     print(f"kv bytes per token: {result['kv_bytes_per_token']}")
-    return 0
+    if failed:
+        print(f"FAILED: a phase stayed under {a.min_phase} s after {MAX_RETRIES} retries")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

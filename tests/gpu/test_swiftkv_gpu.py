@@ -201,6 +201,8 @@ def test_swiftkv_greedy_ids_equal_reference_fp32(
     counts = res["counts"]
     print(f"[swiftkv {backend} eager={eager} prefix={prefix}] paths {counts}")
     assert counts["prefill"] > 0 and counts["write_triton"] > 0 and counts["write_torch"] == 0
+    # Compiled runs: the top stack of prefill batches replays its piecewise CUDA graphs.
+    assert (counts["top_graph"] > 0) == (not eager)
     for r, batch in enumerate(res["rounds"]):
         _compare(
             f"{backend} eager={eager} prefix={prefix} round {r}",
@@ -276,6 +278,7 @@ def test_bf16_flash_attn_graphs_prefix_cache_as_close_as_llama(small_swiftkv, tm
     ll = _engine(tmp_path, "llama_bf16", model=str(SMALL), **spec)
     print(f"[swiftkv bf16 FLASH_ATTN graphs prefix] paths {sw['counts']}")
     assert sw["counts"]["prefill"] > 0 and sw["counts"]["write_triton"] > 0
+    assert sw["counts"]["top_graph"] > 0
     sw_err, n_sw = _bf16_error(sw, small_swiftkv)
     ll_err, n_ll = _bf16_error(ll, SMALL)
     print(

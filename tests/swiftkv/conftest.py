@@ -54,8 +54,12 @@ def tp_group(one_rank_group):
     """vLLM's model layers look up the TP group."""
 
 
-def build_vllm_model(ckpt: Path, **engine):
-    """The real LlamaSwiftKVForCausalLM built on the CPU with the checkpoint's weights."""
+def build_vllm_model(ckpt: Path, adjust=None, **engine):
+    """The real LlamaSwiftKVForCausalLM built on the CPU with the checkpoint's weights.
+
+    ``adjust(vllm_config)`` may set what this host's platform resets when the
+    config is built (CUDA-graph settings) before the model sees it.
+    """
     import torch
     from safetensors.torch import load_file
     from vllm.config import DeviceConfig, ModelConfig, VllmConfig, set_current_vllm_config
@@ -66,6 +70,8 @@ def build_vllm_model(ckpt: Path, **engine):
         model=str(ckpt), dtype="float32", max_model_len=256, skip_tokenizer_init=True
     )
     cfg = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"), **engine)
+    if adjust is not None:
+        adjust(cfg)
     with set_current_vllm_config(cfg), torch.device("cpu"):
         model = LlamaSwiftKVForCausalLM(vllm_config=cfg)
     weights = load_file(str(ckpt / "model.safetensors"))

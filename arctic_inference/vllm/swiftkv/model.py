@@ -11,31 +11,39 @@ Two execution paths give the same logits:
 * **full** (decode-only batches, CUDA-graph replays, speculative decoding):
   every token runs every layer; the higher layers' attention writes its K/V
   itself, like plain Llama.
-* **prefill** (a batch with prompt tokens, run eagerly): the higher layers'
+* **prefill** (a batch with prompt tokens): the higher layers'
   K/V for all tokens go into their caches in one bulk write
   (:mod:`.kv_write`), then only the last scheduled token of each request -
   the one vLLM samples from - runs the higher layers, attending over the
   cache with metadata restricted to those tokens (:mod:`.metadata`). The
   other rows of the returned hidden states hold the bottom-layer state and
-  are never sampled, which is why prompt logprobs are not supported.
+  are never sampled, which is why prompt logprobs are refused
+  (:mod:`.request_check`).
 
-The model is not torch.compiled: its prefill path branches on the batch.
-Decode batches still replay full CUDA graphs (vLLM wraps the whole model), and
-vLLM's fused CUDA kernels (RMSNorm, SiLU-and-mul, rotary) are switched on for
-its layers, since no compiler fuses the native versions.
+Compilation follows vLLM's LlamaModel: the two layer stacks are separate
+``@support_torch_compile`` modules (:class:`SwiftKVBottomStack`,
+:class:`SwiftKVTopStack`), each Inductor-compiled and split into piecewise
+CUDA graphs. Everything that depends on the batch - which path, the bulk
+write, the gather of the logits tokens, the swapped metadata - runs between
+the two compiled regions. The top stack always receives K/V tensors (in the
+prefill path those of the logits tokens, which its attention rewrites to the
+same slots), so one traced graph serves both paths.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
-from vllm.config import VllmConfig
+from vllm.compilation.backends import set_model_tag
+from vllm.compilation.decorators import support_torch_compile
+from vllm.config import CUDAGraphMode, VllmConfig
 from vllm.distributed import get_tensor_model_parallel_world_size
 from vllm.forward_context import get_forward_context, is_forward_context_available
-from vllm.model_executor.custom_op import CustomOp
 from vllm.model_executor.layers.attention import Attention
 from vllm.model_executor.layers.layernorm import RMSNorm
 from vllm.model_executor.layers.linear import (
@@ -61,6 +69,7 @@ from arctic_inference.vllm.swiftkv.metadata import (
     logits_token_indices,
     restrict_to_logits_tokens,
 )
+from arctic_inference.vllm.swiftkv.top_batch import graph_size, pad_indices
 
 
 class SwiftKVUnsupported(ValueError):
@@ -156,6 +165,104 @@ class SwiftKVDecoderLayer(nn.Module):
         return self.mlp(hidden_states), residual
 
 
+@support_torch_compile(dynamic_arg_dims={"input_ids": 0, "positions": 0, "inputs_embeds": 0})
+class SwiftKVBottomStack(nn.Module):
+    """The compiled region that runs on every token.
+
+    Embedding, layers ``0 .. num_key_value_layers-1`` and the boundary K/V
+    projection (or, with SwiftKV off, the final norm). The modules belong to
+    :class:`LlamaSwiftKVModel` and are only referenced here (plain lists are
+    not registered), so parameter names stay those of the checkpoint.
+    """
+
+    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "", owner: nn.Module) -> None:
+        super().__init__()
+        self._owner = [owner]
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None,
+        positions: torch.Tensor,
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, ...]:
+        model = self._owner[0]
+        hidden = inputs_embeds if inputs_embeds is not None else model.embed_input_ids(input_ids)
+        residual = None
+        for layer in model.layers[: model.num_kv_layers]:
+            hidden, residual = layer(positions, hidden, residual)
+        if not model.num_swiftkv:
+            hidden, _ = model.norm(hidden, residual)
+            return (hidden,)
+        k, v = model.boundary_kv(positions, hidden, residual)
+        return hidden, residual, k, v
+
+
+@support_torch_compile(
+    dynamic_arg_dims={"positions": 0, "hidden_states": 0, "residual": 0, "k": 0, "v": 0}
+)
+class SwiftKVTopStack(nn.Module):
+    """The compiled region of the SwiftKV layers and the final norm.
+
+    Runs on all tokens (full path) or on the logits tokens only (prefill
+    path); ``k``/``v`` hold every SwiftKV layer's K/V side by side.
+    """
+
+    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "", owner: nn.Module) -> None:
+        super().__init__()
+        self._owner = [owner]
+
+    def forward(
+        self,
+        positions: torch.Tensor,
+        hidden_states: torch.Tensor,
+        residual: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+    ) -> torch.Tensor:
+        model = self._owner[0]
+        ks, vs = k.chunk(model.num_swiftkv, dim=-1), v.chunk(model.num_swiftkv, dim=-1)
+        for j, layer in enumerate(model.layers[model.num_kv_layers :]):
+            hidden_states, residual = layer(positions, hidden_states, residual, ks[j], vs[j])
+        hidden_states, _ = model.norm(hidden_states, residual)
+        return hidden_states
+
+
+@dataclass
+class _PrefillPlan:
+    """What the prefill path swaps in the forward context for the SwiftKV layers."""
+
+    metas: dict
+    slots: dict
+    meta: object
+
+
+class _TopInputs:
+    """Persistent input rows of the top stack, so piecewise CUDA graphs replay on them.
+
+    A captured graph reads its inputs at the addresses seen at capture time, and
+    the top stack's inputs are gathered or copied per batch; they are copied
+    into these buffers first. Rows: the largest CUDA-graph capture size.
+    """
+
+    def __init__(self, rows: int, hidden: int, kv: int, dtype: torch.dtype) -> None:
+        self.rows = rows
+        self.positions = torch.zeros(rows, dtype=torch.int64)
+        self.hidden = torch.zeros(rows, hidden, dtype=dtype)
+        self.residual = torch.zeros(rows, hidden, dtype=dtype)
+        self.k = torch.zeros(rows, kv, dtype=dtype)
+        self.v = torch.zeros(rows, kv, dtype=dtype)
+
+    def fill(self, index: torch.Tensor | None, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Copy ``tensors`` (rows ``index`` of them, or all) into the buffers; their views."""
+        n = tensors[0].shape[0] if index is None else index.shape[0]
+        bufs = (self.positions, self.hidden, self.residual, self.k, self.v)
+        out = []
+        for buf, t in zip(bufs, tensors):
+            buf[:n].copy_(t if index is None else t[index])
+            out.append(buf[:n])
+        return tuple(out)
+
+
 class LlamaSwiftKVModel(nn.Module):
     """Embedding, the two layer stacks, the boundary projection and the norms."""
 
@@ -193,13 +300,42 @@ class LlamaSwiftKVModel(nn.Module):
                 prefix=f"{prefix}.swiftkv_kv_proj",
             )
             self.swiftkv_rotary = _rope(config)
+        # Two compilation units, each with its own compiled graph and CUDA graphs.
+        with set_model_tag("swiftkv_bottom"):
+            self.bottom = SwiftKVBottomStack(
+                vllm_config=vllm_config, prefix=f"{prefix}.bottom", owner=self
+            )
+        self.top: SwiftKVTopStack | None = None
+        self._top_inputs: _TopInputs | None = None
+        if self.num_swiftkv:
+            with set_model_tag("swiftkv_top"):
+                self.top = SwiftKVTopStack(
+                    vllm_config=vllm_config, prefix=f"{prefix}.top", owner=self
+                )
+            rows = _graph_rows(vllm_config)
+            if rows:
+                self._top_inputs = _TopInputs(
+                    rows,
+                    config.hidden_size,
+                    self.num_swiftkv * self.kv_size,
+                    vllm_config.model_config.dtype,
+                )
+        self._compilation_config = vllm_config.compilation_config
+        # Batch descriptors under which the top stack's piecewise graphs exist.
+        self._top_graph_keys: set = set()
         # Speculative decoding samples several tokens per request: keep the full path.
         self.prefill_path_allowed = vllm_config.speculative_config is None
         self._layout: KVLayout | None = None
         self._offsets = OffsetTable()
-        # Eager forwards per path and bulk writes per implementation (for tests;
-        # replayed CUDA graphs run no Python, so they are not counted).
-        self.counts = {"full": 0, "prefill": 0, "write_triton": 0, "write_torch": 0}
+        # Forwards per path, top-stack runs on piecewise graphs, and bulk writes per
+        # implementation (for tests; fully replayed CUDA graphs run no Python).
+        self.counts = {
+            "full": 0,
+            "prefill": 0,
+            "top_graph": 0,
+            "write_triton": 0,
+            "write_torch": 0,
+        }
 
     @property
     def swiftkv_layers(self) -> list[SwiftKVDecoderLayer]:
@@ -225,33 +361,41 @@ class LlamaSwiftKVModel(nn.Module):
         intermediate_tensors: IntermediateTensors | None = None,
         inputs_embeds: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        hidden = inputs_embeds if inputs_embeds is not None else self.embed_input_ids(input_ids)
-        residual = None
-        for layer in self.layers[: self.num_kv_layers]:
-            hidden, residual = layer(positions, hidden, residual)
+        out = self.bottom(input_ids, positions, inputs_embeds)
         if not self.num_swiftkv:
-            hidden, _ = self.norm(hidden, residual)
-            return hidden
-        k, v = self.boundary_kv(positions, hidden, residual)
+            return out[0]
+        hidden, residual, k, v = out
         plan = self._prefill_plan()
         if plan is None:
             self.counts["full"] += 1
-            ks, vs = k.chunk(self.num_swiftkv, dim=-1), v.chunk(self.num_swiftkv, dim=-1)
-            for j, layer in enumerate(self.swiftkv_layers):
-                hidden, residual = layer(positions, hidden, residual, ks[j], vs[j])
-            hidden, _ = self.norm(hidden, residual)
-            return hidden
+            return self._full_forward(positions, hidden, residual, k, v)
         self.counts["prefill"] += 1
         return self._prefill_forward(plan, positions, hidden, residual, k, v)
 
+    # --- full path ----------------------------------------------------------
+
+    def _full_forward(self, positions, hidden, residual, k, v) -> torch.Tensor:
+        if not is_forward_context_available():
+            return self.top(positions, hidden, residual, k, v)
+        ctx = get_forward_context()
+        if ctx.cudagraph_runtime_mode != CUDAGraphMode.PIECEWISE:
+            return self.top(positions, hidden, residual, k, v)
+        key = ctx.batch_descriptor
+        fits = self._top_inputs is not None and positions.shape[0] <= self._top_inputs.rows
+        if not fits or (key not in self._top_graph_keys and not _capturing_allowed()):
+            # No graph of this size exists and none may be captured now: run compiled only.
+            with _graph_mode(ctx, CUDAGraphMode.NONE, key):
+                return self.top(positions, hidden, residual, k, v)
+        inputs = self._top_inputs.fill(None, positions, hidden, residual, k, v)
+        self._top_graph_keys.add(key)
+        return self.top(*inputs)
+
     # --- prefill path -------------------------------------------------------
 
-    def _prefill_plan(self):
-        """(metadata dict, metadata, slot mapping) when the prefill path applies, else None."""
+    def _prefill_plan(self) -> _PrefillPlan | None:
+        """The forward context's tables when the prefill path applies, else None."""
         if not self.prefill_path_allowed or not is_forward_context_available():
             return None
-        from vllm.config import CUDAGraphMode
-
         ctx = get_forward_context()
         if ctx.cudagraph_runtime_mode == CUDAGraphMode.FULL:
             return None  # a replayed graph must not depend on the batch
@@ -262,7 +406,7 @@ class LlamaSwiftKVModel(nn.Module):
         meta = metas.get(name)
         if meta is None or not has_prompt_tokens(meta):
             return None
-        return metas, meta, slots.get(name)
+        return _PrefillPlan(metas, slots, meta)
 
     def _cache_views(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         attns = [layer.self_attn.attn for layer in self.swiftkv_layers]
@@ -273,37 +417,97 @@ class LlamaSwiftKVModel(nn.Module):
         views = [self._layout.split(a.kv_cache) for a in attns]
         return [kc for kc, _ in views], [vc for _, vc in views]
 
-    def _prefill_forward(self, plan, positions, hidden, residual, k, v) -> torch.Tensor:
-        metas, meta, slot_mapping = plan
-        num_tokens = hidden.shape[0]
-        heads, head = self.kv_size // _head_dim(self.config), _head_dim(self.config)
-        if slot_mapping is not None:
-            k_caches, v_caches = self._cache_views()
-            used = write_kv(
-                k.view(num_tokens, self.num_swiftkv, heads, head),
-                v.view(num_tokens, self.num_swiftkv, heads, head),
-                k_caches,
-                v_caches,
-                slot_mapping,
-                self._offsets,
-            )
-            self.counts[f"write_{used}"] += 1
-        idx = logits_token_indices(meta)
-        small = restrict_to_logits_tokens(meta, idx)
+    def _bulk_write(self, slot_mapping: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        num_tokens = k.shape[0]
+        head = _head_dim(self.config)
+        heads = self.kv_size // head
+        k_caches, v_caches = self._cache_views()
+        used = write_kv(
+            k.view(num_tokens, self.num_swiftkv, heads, head),
+            v.view(num_tokens, self.num_swiftkv, heads, head),
+            k_caches,
+            v_caches,
+            slot_mapping,
+            self._offsets,
+        )
+        self.counts[f"write_{used}"] += 1
+
+    def _prefill_forward(self, plan: _PrefillPlan, positions, hidden, residual, k, v):
         names = [layer.self_attn.attn.layer_name for layer in self.swiftkv_layers]
-        saved = {n: metas[n] for n in names}
-        h, r, p = hidden[idx], residual[idx], positions[idx]
+        slot_mapping = plan.slots.get(names[0])
+        if slot_mapping is not None:
+            self._bulk_write(slot_mapping, k, v)
+        idx = logits_token_indices(plan.meta)
+        small = restrict_to_logits_tokens(plan.meta, idx)
+        # The bottom stack's output may live in a CUDA-graph pool the top stack reuses.
+        out = hidden.clone()
+        ctx = get_forward_context()
+        mode, key, rows = self._top_graph_choice(ctx, idx.shape[0])
+        if mode == CUDAGraphMode.PIECEWISE:
+            inputs = self._top_inputs.fill(
+                pad_indices(idx, rows), positions, hidden, residual, k, v
+            )
+            self.counts["top_graph"] += 1
+        else:
+            inputs = (positions[idx], hidden[idx], residual[idx], k[idx], v[idx])
+        saved_metas = {n: plan.metas[n] for n in names}
+        saved_slots = {n: plan.slots.get(n) for n in names}
+        small_slots = {n: s[idx] for n, s in saved_slots.items() if s is not None}
         try:
             for n in names:
-                metas[n] = small
-            for layer in self.swiftkv_layers:
-                h, r = layer(p, h, r, None, None)
+                plan.metas[n] = small
+                if n in small_slots:
+                    plan.slots[n] = small_slots[n]
+            with _graph_mode(ctx, mode, key):
+                h = self.top(*inputs)
         finally:
-            metas.update(saved)
-        h, _ = self.norm(h, r)
-        out = hidden.clone()
-        out.index_copy_(0, idx, h)
+            plan.metas.update(saved_metas)
+            for n, s in saved_slots.items():
+                if s is not None:
+                    plan.slots[n] = s
+        out.index_copy_(0, idx, h[: idx.shape[0]])
         return out
+
+    def _top_graph_choice(self, ctx, num_logits: int):
+        """(runtime mode, batch descriptor, rows) for the top stack in the prefill path.
+
+        Piecewise graphs are used when the padded logits count has a captured
+        graph (seen in the full path); otherwise the compiled code runs without
+        graphs, never capturing at serving time.
+        """
+        rows = graph_size(num_logits, self._compilation_config.cudagraph_capture_sizes or [])
+        base = ctx.batch_descriptor
+        if rows is None or base is None or self._top_inputs is None or rows > self._top_inputs.rows:
+            return CUDAGraphMode.NONE, base, num_logits
+        key = replace(base, num_tokens=rows, num_reqs=None, uniform=False)
+        if key not in self._top_graph_keys:
+            return CUDAGraphMode.NONE, base, num_logits
+        return CUDAGraphMode.PIECEWISE, key, rows
+
+
+def _graph_rows(vllm_config: VllmConfig) -> int:
+    """Rows the top stack's graphs can take: the largest capture size (0: no graphs)."""
+    cc = vllm_config.compilation_config
+    if cc.cudagraph_mode is None or not cc.cudagraph_mode.has_piecewise_cudagraphs():
+        return 0
+    return int(cc.max_cudagraph_capture_size or 0)
+
+
+def _capturing_allowed() -> bool:
+    from vllm.compilation import monitor
+
+    return bool(monitor.cudagraph_capturing_enabled)
+
+
+@contextmanager
+def _graph_mode(ctx, mode: CUDAGraphMode, key) -> Iterator[None]:
+    """The forward context's CUDA-graph mode and batch descriptor, set for one call."""
+    saved = (ctx.cudagraph_runtime_mode, ctx.batch_descriptor)
+    ctx.cudagraph_runtime_mode, ctx.batch_descriptor = mode, key
+    try:
+        yield
+    finally:
+        ctx.cudagraph_runtime_mode, ctx.batch_descriptor = saved
 
 
 def _check_engine(vllm_config: VllmConfig) -> None:
@@ -318,18 +522,6 @@ def _check_engine(vllm_config: VllmConfig) -> None:
             "LlamaSwiftKVForCausalLM does not support pipeline parallelism; "
             "use pipeline_parallel_size=1."
         )
-
-
-def _enable_fused_kernels(module: nn.Module) -> None:
-    """Use vLLM's own CUDA kernels for every custom op (the model runs uncompiled)."""
-    from vllm.platforms import current_platform
-
-    if not current_platform.is_cuda():
-        return
-    for sub in module.modules():
-        if isinstance(sub, CustomOp) and not sub._enforce_enable:
-            sub._enforce_enable = True
-            sub._forward_method = sub.dispatch_forward(compile_native=False)
 
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
@@ -366,7 +558,6 @@ class LlamaSwiftKVForCausalLM(nn.Module):
         self.logits_processor = LogitsProcessor(
             config.vocab_size, scale=getattr(config, "logit_scale", 1.0)
         )
-        _enable_fused_kernels(self)
 
     def embed_input_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model.embed_input_ids(input_ids)
