@@ -7,7 +7,8 @@ Each (repetition, configuration) is a fresh engine in its own process
 stopped. The report gives, per workload and configuration, the median tokens/s with min
 and max, the ratio to ``flash`` measured within each repetition (median, min, max), and
 for the rollouts the profiled attention-kernel time per decode step with the KV traffic
-it implies against the H200's bandwidth.
+it implies against the H200's bandwidth. ``flash`` and ``cascade`` run with the plugin
+off (vLLM's own FlashAttention); ``forest`` with it on.
 
     python3 bench/forest/build_model.py --out /opt/models/small-llama-8k
     python3 bench/forest/forest_speed.py --model /opt/models/small-llama-8k \\
@@ -33,10 +34,12 @@ from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
 
 
-def _env() -> dict[str, str]:
+def _env(config: str) -> dict[str, str]:
+    """The engine's environment: the baselines are vLLM's own FlashAttention, so the
+    plugin (which installs the FlashAttention fork whenever it is on) is off for them."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     env.update(
-        ARCTIC_INFERENCE_ENABLED="1",
+        ARCTIC_INFERENCE_ENABLED="1" if config == "forest" else "0",
         VLLM_ENABLE_V1_MULTIPROCESSING="0",
         VLLM_USE_V2_MODEL_RUNNER="0",
         HF_HUB_OFFLINE="1",
@@ -68,7 +71,9 @@ def run_one(args, rep: int, config: str) -> dict | None:
         cmd.append("--profile")
     log = args.runs / f"rep{rep}-{config}.log"
     with open(log, "w") as handle:
-        proc = subprocess.run(cmd, env=_env(), stdout=handle, stderr=subprocess.STDOUT, timeout=900)
+        proc = subprocess.run(
+            cmd, env=_env(config), stdout=handle, stderr=subprocess.STDOUT, timeout=900
+        )
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         print(f"rep {rep} {config}: failed (rc {proc.returncode}), see {log}", flush=True)
@@ -164,7 +169,8 @@ def markdown(summary: dict) -> str:
         "# Forest Cascade Attention on one H200",
         "",
         "Generated tokens/s, median (min-max) over fresh engines; ratios to `flash` within each "
-        "repetition. Produced by `bench/forest/forest_speed.py`.",
+        "repetition. Produced by `bench/forest/forest_speed.py`. `flash` and `cascade` run "
+        "with the plugin off (vLLM's own FlashAttention), `forest` with it on.",
         "",
         "| workload | flash | cascade | forest | cascade / flash | forest / flash |",
         "|---|---|---|---|---|---|",
