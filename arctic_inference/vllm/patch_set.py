@@ -158,13 +158,16 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         enabled=rl_args.sleep_keep_drafter_on,
     ),
     Feature(
+        name="flash-attn-fork",
+        summary="FLASH_ATTN replaced by the declared fork (ForestFlashAttentionBackend); "
+        "upstream's code path unless a forest config is given",
+        patches=("arctic_inference.vllm.attention.install:ForestBackendSelectionPatch",),
+    ),
+    Feature(
         name="forest-cascade-attn",
-        summary="Forest Cascade Attention: FLASH_ATTN replaced by the forked backend "
-        "that attends to each prefix group's shared blocks once (only with a forest config)",
-        patches=(
-            "arctic_inference.vllm.attention.install:ForestBackendSelectionPatch",
-            "arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",
-        ),
+        summary="Forest Cascade Attention in the fork: each prefix group's shared blocks "
+        "read once (host block tables recorded only with a forest config)",
+        patches=("arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",),
         args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
         enabled=forest_config.forest_on,
     ),

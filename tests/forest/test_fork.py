@@ -200,3 +200,130 @@ def test_builder_with_forest_on_skips_small_batches(tiny_llama_dir, distributed_
     )
     assert ours.build(0, small).forest is None
     assert ours.forest.last_reason == "fewer than 8 requests"
+
+
+class _DropForestStatements(ast.NodeTransformer):
+    """Remove every statement that mentions forest (outermost first), count them."""
+
+    def __init__(self) -> None:
+        self.dropped = 0
+
+    @staticmethod
+    def _is_definition(node: ast.stmt) -> bool:
+        """Classes and functions are kept and searched inside, never dropped whole."""
+        return isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+
+    @staticmethod
+    def _mentions_forest(node: ast.AST) -> bool:
+        for sub in ast.walk(node):
+            name = getattr(sub, "id", None) or getattr(sub, "attr", None)
+            if isinstance(name, str) and "forest" in name.lower():
+                return True
+        return False
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                kept = [s for s in stmts if self._is_definition(s) or not self._mentions_forest(s)]
+                self.dropped += len(stmts) - len(kept)
+                setattr(node, field, kept)
+        return super().generic_visit(node)
+
+
+def test_with_forest_statements_removed_every_changed_definition_is_upstreams():
+    """What the fork adds are statements guarded by (or assigning) forest state and
+    nothing else: with them removed, the builder's ``__init__``/``build``/
+    ``update_block_table``/``use_cascade_attention``, the impl's ``forward`` and the
+    metadata class are upstream's, statement for statement. With no plan
+    (``forest is None``) those statements do nothing, so the fork runs upstream's code."""
+    fork_tree, upstream_tree = ast.parse(FORK.read_text()), ast.parse(_upstream_text())
+    dropper = _DropForestStatements()
+    stripped = _definitions(ast.unparse(dropper.visit(fork_tree)))
+    theirs = _definitions(ast.unparse(upstream_tree))
+    # One statement per "Forest:" edit in upstream's definitions.
+    assert dropper.dropped == 6
+    assert set(stripped) - {"ForestFlashAttentionBackend"} == set(theirs)
+    assert [name for name in CHANGED if stripped[name] != theirs[name]] == []
+
+
+def _mixed_batch(common):
+    """The same requests as a mixed step: three of them have 3-, 5- and 9-token queries."""
+    q = np.ones(common.num_reqs, dtype=np.int32)
+    q[[0, 5, 9]] = [3, 5, 9]
+    qsl = torch.from_numpy(np.concatenate([[0], np.cumsum(q)])).int()
+    seq_lens = common.seq_lens + torch.from_numpy(q - 1).int()
+    n = int(q.sum())
+    return common.replace(
+        query_start_loc=qsl,
+        query_start_loc_cpu=qsl.clone(),
+        seq_lens=seq_lens,
+        num_actual_tokens=n,
+        max_query_len=int(q.max()),
+        max_seq_len=int(seq_lens.max()),
+        slot_mapping=torch.zeros(n, dtype=torch.int64),
+        seq_lens_cpu_upper_bound=seq_lens.clone(),
+    )
+
+
+def test_builder_with_forest_off_equals_upstream_on_mixed_and_cascade_steps(
+    tiny_llama_dir, distributed_cpu
+):
+    theirs, ours = _builders(tiny_llama_dir)
+    decode, _ = _real_batch(tiny_llama_dir)
+    mixed = _mixed_batch(decode)
+    for common, prefix in ((mixed, 0), (decode, 4 * BLOCK_SIZE), (mixed, 4 * BLOCK_SIZE)):
+        want = theirs.build(prefix, common)
+        got = ours.build(prefix, common)
+        assert want.use_cascade == (prefix > 0) == got.use_cascade
+        assert _upstream_fields_equal(want, got) == []
+        assert got.forest is None
+        swapped = common.block_table_tensor.flip(0).contiguous()
+        want_up = theirs.update_block_table(want, swapped, common.slot_mapping)
+        got_up = ours.update_block_table(got, swapped, common.slot_mapping)
+        assert _upstream_fields_equal(want_up, got_up) == [] and got_up.forest is None
+    # vLLM's single-prefix cascade decision is upstream's when forest is off.
+    mixed_lens = np.ones(16, dtype=np.int32)
+    mixed_lens[3] = 2
+    decisions = []
+    for prefix_len, lens in (
+        (1024, mixed_lens),  # not FlashDecoding: cascade
+        (1024, np.ones(16, dtype=np.int32)),  # FlashDecoding: the performance model decides
+        (16, mixed_lens),  # prefix too short
+        (1024, mixed_lens[:2]),  # too few requests
+    ):
+        kwargs = dict(
+            common_prefix_len=prefix_len,
+            query_lens=lens,
+            num_query_heads=4,
+            num_kv_heads=2,
+            use_alibi=False,
+            use_sliding_window=False,
+            use_local_attention=False,
+            num_sms=132,
+            dcp_world_size=1,
+        )
+        decisions.append(theirs.use_cascade_attention(**kwargs))
+        assert ours.use_cascade_attention(**kwargs) == decisions[-1]
+    assert decisions[0] is True and decisions[2] is False and decisions[3] is False
+
+
+def test_impl_with_forest_off_takes_upstreams_forward(tiny_llama_dir, distributed_cpu):
+    """The impl's only branch into forest code is ``forest_applies``; it is False for
+    every metadata the fork's builder makes without a forest config."""
+    from forest_env import cpu_config
+    from vllm.config import set_current_vllm_config
+
+    from arctic_inference.vllm.attention import flash_attn_fork as fork
+    from arctic_inference.vllm.attention.hooks import forest_applies
+
+    _, ours = _builders(tiny_llama_dir)
+    decode, _ = _real_batch(tiny_llama_dir)
+    with set_current_vllm_config(cpu_config(tiny_llama_dir)):
+        impl = fork.FlashAttentionImpl(4, 16, 0.25, 2, None, None, "auto")
+    for common in (decode, _mixed_batch(decode)):
+        meta = ours.build(0, common)
+        assert not forest_applies(impl, meta)
+    # ... while a plan would be taken: the check is not vacuous.
+    _, planned = _builders(tiny_llama_dir, forest_cascade_attn_configs="{}")
+    assert forest_applies(impl, planned.build(0, decode))

@@ -1,7 +1,9 @@
 """One engine, one greedy rollout workload; prints ``RESULT {json}`` (run by test_forest_gpu.py).
 
-``--config flash``: vLLM's FlashAttention (cascade off); ``--config forest``: the forest
-fork with default knobs. 8 prompts x 16 greedy copies, prompts of 1024 tokens, 64 greedy
+``--config flash``: no forest config, cascade off: vLLM's own FlashAttention when the
+plugin is off (``ARCTIC_INFERENCE_ENABLED=0``), the fork with forest off when it is on;
+``--config forest``: the fork with default knobs. The result names the attention backend
+classes the layers were built with and the logprob of every sampled token. 8 prompts x 16 greedy copies, prompts of 1024 tokens, 64 greedy
 tokens, block_size 16, prefix caching on (that is what makes the samples share blocks),
 piecewise CUDA graphs for both (forest runs only without full CUDA graphs).
 """
@@ -42,14 +44,31 @@ def main() -> None:
     base = [[rng.randrange(3, 340) for _ in range(args.prompt_len)] for _ in range(8)]
     # Greedy allows n=1 only: 16 copies of each prompt (they share its blocks all the same).
     prompts = [{"prompt_token_ids": tokens} for tokens in base for _ in range(16)]
-    params = SamplingParams(n=1, temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)
+    params = SamplingParams(
+        n=1, temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True, logprobs=0
+    )
     outputs = llm.generate(prompts, params)
 
     from arctic_inference.vllm.attention.planner import STATS
 
+    def backends(model):
+        return sorted(
+            {
+                f"{m.attn_backend.__module__}.{m.attn_backend.__name__}"
+                for m in model.modules()
+                if hasattr(m, "attn_backend")
+            }
+        )
+
     result = {
         "config": args.config,
         "outputs": [list(c.token_ids) for o in outputs for c in o.outputs],
+        "logprobs": [
+            [d[t].logprob for t, d in zip(c.token_ids, c.logprobs)]
+            for o in outputs
+            for c in o.outputs
+        ],
+        "backends": llm.apply_model(backends)[0],
         "forest_planned_steps": STATS["planned"],
         "forest_skipped_steps": STATS["skipped"],
     }

@@ -3,7 +3,9 @@
 Per layer (in process): the fork's builder + impl against vLLM 0.26.0's own
 FlashAttention on the same batch and KV cache.
 End to end (one subprocess per engine, tests/gpu/forest_gpu_scenarios.py): greedy
-rollouts (8 prompts x 16 greedy copies) with FLASH_ATTN twice and with forest.
+rollouts (8 prompts x 16 greedy copies) with vLLM's own FLASH_ATTN (plugin off) twice,
+with the plugin on and no forest config (the fork is installed, forest inactive) and
+with forest.
 
 Run (on the GPU machine, from the repo root, after ``source .gpu2/device-env.sh``):
     bash tests/gpu/device_run.sh install
@@ -124,10 +126,10 @@ def test_forest_on_is_within_flash_attentions_own_error(modules, seed):
     assert forest_err <= flash_err
 
 
-def _run(label: str, *args: str, timeout: int = 480) -> dict:
+def _run(label: str, *args: str, plugin: bool = True, timeout: int = 480) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     env.update(
-        ARCTIC_INFERENCE_ENABLED="1",
+        ARCTIC_INFERENCE_ENABLED="1" if plugin else "0",
         VLLM_ENABLE_V1_MULTIPROCESSING="0",
         VLLM_USE_V2_MODEL_RUNNER="0",
         HF_HUB_OFFLINE="1",
@@ -148,19 +150,52 @@ def _run(label: str, *args: str, timeout: int = 480) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
-def test_greedy_rollouts_match_flash_attn_as_well_as_it_matches_itself():
+UPSTREAM_FLASH = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"
+FORK = "arctic_inference.vllm.attention.flash_attn_fork.ForestFlashAttentionBackend"
+
+
+@pytest.fixture(scope="module")
+def upstream_runs() -> tuple[dict, dict]:
+    """vLLM's own FlashAttention (plugin off), the same rollouts twice."""
     model = str(MODELS / "small-llama")
-    flash_a = _run("flash-a", "--model", model, "--config", "flash")
-    flash_b = _run("flash-b", "--model", model, "--config", "flash")
-    forest = _run("forest", "--model", model, "--config", "forest")
+    runs = tuple(
+        _run(f"upstream-{tag}", "--model", model, "--config", "flash", plugin=False) for tag in "ab"
+    )
+    for run in runs:
+        assert run["backends"] == [UPSTREAM_FLASH]
+    return runs
+
+
+def _share(a: dict, b: dict, *, logprobs: bool = False) -> float:
+    """Share of requests whose greedy ids (and, if asked, sampled logprobs) are equal."""
+    keys = ("outputs", "logprobs") if logprobs else ("outputs",)
+    rows = list(zip(*(a[k] for k in keys), *(b[k] for k in keys), strict=True))
+    n = len(keys)
+    return sum(row[:n] == row[n:] for row in rows) / len(rows)
+
+
+def test_plugin_on_without_forest_is_upstream_flash_attn_end_to_end(upstream_runs):
+    """The install rule puts the fork in whenever the plugin is on: without a forest
+    config the engine must answer like vLLM's own FlashAttention, ids and logprobs."""
+    up_a, up_b = upstream_runs
+    fork_off = _run("fork-off", "--model", str(MODELS / "small-llama"), "--config", "flash")
+    assert fork_off["backends"] == [FORK]  # the fork really served the layers
+    assert fork_off["forest_planned_steps"] == 0
+    self_exact = _share(up_a, up_b, logprobs=True)
+    fork_exact = _share(up_a, fork_off, logprobs=True)
+    print(
+        f"ids and logprobs identical: upstream vs itself {self_exact:.3f}, "
+        f"plugin on (forest off) vs upstream {fork_exact:.3f}"
+    )
+    assert fork_exact >= self_exact
+
+
+def test_greedy_rollouts_match_flash_attn_as_well_as_it_matches_itself(upstream_runs):
+    flash_a, flash_b = upstream_runs
+    forest = _run("forest", "--model", str(MODELS / "small-llama"), "--config", "forest")
+    assert forest["backends"] == [FORK]
     assert forest["forest_planned_steps"] > 0  # forest attention really ran
-    assert flash_a["forest_planned_steps"] == 0
-
-    def share(a, b):
-        same = sum(x == y for x, y in zip(a["outputs"], b["outputs"], strict=True))
-        return same / len(a["outputs"])
-
-    self_share, forest_share = share(flash_a, flash_b), share(flash_a, forest)
+    self_share, forest_share = _share(flash_a, flash_b), _share(flash_a, forest)
     print(
         f"greedy identical: FLASH_ATTN vs itself {self_share:.3f}, forest vs FLASH_ATTN {forest_share:.3f}"
     )

@@ -104,6 +104,15 @@ def test_stacks_are_compilation_units_unless_compilation_is_off(
     for stack in (model.model.bottom, model.model.top):
         assert isinstance(stack, TorchCompileWithNoGuardsWrapper)
         assert stack.do_not_compile is False
+    # The token dimension of every tensor argument is dynamic (read from the annotations).
+    assert model.model.bottom._dynamic_arg_dims == {
+        "input_ids": 0,
+        "positions": 0,
+        "inputs_embeds": 0,
+    }
+    assert model.model.top._dynamic_arg_dims == dict.fromkeys(
+        ("positions", "hidden_states", "residual", "k", "v"), 0
+    )
     # The stacks only reference the model's modules: names stay the checkpoint's.
     names = {n for n, _ in model.named_parameters()}
     assert loaded == names

@@ -93,3 +93,27 @@ def test_other_backends_are_refused():
 
     with pytest.raises(UnsupportedAttentionMetadata, match="FlashInferMetadata"):
         restrict_to_logits_tokens(FlashInferMetadata(3), torch.tensor([0]))
+
+
+def test_forest_plan_of_the_flash_attn_fork_is_dropped():
+    """With the plugin on, FLASH_ATTN layers carry the fork's metadata; a forest plan
+    groups the full batch's queries and must not reach the logits-token attention."""
+    import dataclasses
+
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+
+    from arctic_inference.vllm.swiftkv.metadata import (
+        logits_token_indices,
+        restrict_to_logits_tokens,
+    )
+
+    with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
+        from arctic_inference.vllm.attention import flash_attn_fork as fork
+    upstream = _meta("flash")
+    fields = {f.name: getattr(upstream, f.name) for f in dataclasses.fields(upstream)}
+    plan = object()  # stands for the step's ForestPlan; only its removal is checked
+    meta = fork.FlashAttentionMetadata(**fields, forest=plan)
+    small = restrict_to_logits_tokens(meta, logits_token_indices(meta))
+    assert type(small) is fork.FlashAttentionMetadata
+    assert small.forest is None and meta.forest is plan
+    assert small.num_actual_tokens == 3

@@ -2,8 +2,10 @@
 
 Given three ways like every Arctic arg (CLI flag, ``additional_config={"arctic":
 {"forest_cascade_attn_configs": ...}}``, env ``ARCTIC_FOREST_CASCADE_ATTN_CONFIGS``).
-The value is a JSON object written as a string, everywhere (CLI, env, ``additional_config``). An empty object ``{}`` turns the feature on with every default; an absent
-value keeps vLLM's own FlashAttention. Bad JSON or an unknown key is a ``ValueError``
+The value is a JSON object written as a string, everywhere (CLI, env,
+``additional_config``). An empty object ``{}`` turns the feature on with every default;
+an absent value leaves it off: the forked FlashAttention (installed whenever the plugin
+is on) then runs upstream's code path. Bad JSON or an unknown key is a ``ValueError``
 naming the key and the known ones, raised when the engine config is built.
 
 This module must stay light (no vLLM, no torch): ``patch_set`` imports it at plugin load.
@@ -36,7 +38,7 @@ FOREST_CASCADE_ATTN_CONFIGS = ArcticArg(
     "whose leading KV blocks are the same physical blocks attend to that shared prefix "
     "in one grouped FlashAttention call. Knobs: max_query_len, min_group_size, "
     "min_additional_prefix_blocks, min_non_singleton_fraction, max_non_singleton_groups. "
-    "Absent: vLLM's FlashAttention runs unchanged.",
+    "Absent: the FlashAttention fork runs upstream's code path.",
     check=lambda value: _validate(value),
 )
 

@@ -6,7 +6,8 @@ K/V for every token are already in the cache (bulk write), so the attention
 becomes a one-query-per-request attention over the cached sequence: the
 ``query_start_loc`` becomes ``0..num_reqs``, everything else that describes the
 KV side (``seq_lens``, ``block_table``) stays. Precomputed schedules and
-cascade splits belong to the full batch and are dropped.
+cascade splits (and a forest plan of the FlashAttention fork) belong to the
+full batch and are dropped.
 """
 
 from __future__ import annotations
@@ -61,4 +62,6 @@ def restrict_to_logits_tokens(meta: Any, indices: torch.Tensor) -> Any:
     )
     if hasattr(meta, "max_num_splits"):
         changes["max_num_splits"] = 0
+    if hasattr(meta, "forest"):  # the FlashAttention fork: its plan groups the full batch
+        changes["forest"] = None
     return dataclasses.replace(meta, **changes)

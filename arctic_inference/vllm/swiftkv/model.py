@@ -40,7 +40,10 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 from vllm.compilation.backends import set_model_tag
+<<<<<<< HEAD
 from vllm.compilation.decorators import support_torch_compile
+=======
+>>>>>>> skv
 from vllm.config import CUDAGraphMode, VllmConfig
 from vllm.distributed import get_tensor_model_parallel_world_size
 from vllm.forward_context import get_forward_context, is_forward_context_available
@@ -69,6 +72,10 @@ from arctic_inference.vllm.swiftkv.metadata import (
     logits_token_indices,
     restrict_to_logits_tokens,
 )
+<<<<<<< HEAD
+=======
+from arctic_inference.vllm.swiftkv.stacks import SwiftKVBottomStack, SwiftKVTopStack
+>>>>>>> skv
 from arctic_inference.vllm.swiftkv.top_batch import graph_size, pad_indices
 
 
@@ -165,6 +172,7 @@ class SwiftKVDecoderLayer(nn.Module):
         return self.mlp(hidden_states), residual
 
 
+<<<<<<< HEAD
 @support_torch_compile(dynamic_arg_dims={"input_ids": 0, "positions": 0, "inputs_embeds": 0})
 class SwiftKVBottomStack(nn.Module):
     """The compiled region that runs on every token.
@@ -227,6 +235,8 @@ class SwiftKVTopStack(nn.Module):
         return hidden_states
 
 
+=======
+>>>>>>> skv
 @dataclass
 class _PrefillPlan:
     """What the prefill path swaps in the forward context for the SwiftKV layers."""
