@@ -1,6 +1,5 @@
 """Forest Cascade Attention benchmark on the GPU: three workloads x three configurations.
 
-<<<<<<< HEAD
 One engine per configuration (``forest_engine.py`` in its own process), all three alive
 for the run, each with its share of GPU memory. Per workload: every engine runs one
 untimed warm-up round and one sizing round; the round count of a timed phase is then
@@ -12,18 +11,8 @@ workload's runs land in ``--runs/<workload>.json``, so a session cut short
 workload and configuration, the median tokens/s with min and max, the ratio to
 ``flash`` within each repetition (median, min, max), and for the rollouts the profiled
 attention-kernel time per decode step with the KV traffic it implies against the H200's
-bandwidth.
-=======
-Each (repetition, configuration) is a fresh engine in its own process
-(``forest_engine.py``), run in interleaved order (flash cascade forest flash cascade forest
-...), at least 5 repetitions, every timed phase at least 10 s. Each run's JSON lands in
-``--runs`` as it finishes, so a session cut short (``--budget-s``) resumes where it
-stopped. The report gives, per workload and configuration, the median tokens/s with min
-and max, the ratio to ``flash`` measured within each repetition (median, min, max), and
-for the rollouts the profiled attention-kernel time per decode step with the KV traffic
-it implies against the H200's bandwidth. ``flash`` and ``cascade`` run with the plugin
-off (vLLM's own FlashAttention); ``forest`` with it on.
->>>>>>> skv
+bandwidth. ``flash`` and ``cascade`` run with the plugin off (vLLM's own FlashAttention);
+``forest`` with it on.
 
     python3 bench/forest/build_model.py --out /opt/models/small-llama-8k
     python3 bench/forest/forest_speed.py --model /opt/models/small-llama-8k \\
@@ -66,7 +55,6 @@ def _env(config: str) -> dict[str, str]:
     return env
 
 
-<<<<<<< HEAD
 def start_engines(args) -> list[EngineProcess]:
     """One after another: vLLM sizes its KV cache from the memory free while it profiles."""
     engines = []
@@ -76,7 +64,7 @@ def start_engines(args) -> list[EngineProcess]:
         if args.cudagraph_mode:
             argv += ["--cudagraph-mode", args.cudagraph_mode]
         log = args.runs / f"engine-{config}.log"
-        engine = EngineProcess(config, argv, log, env=_env())
+        engine = EngineProcess(config, argv, log, env=_env(config))
         print(f"engine {config} up in {engine.info['engine_start_s']} s", flush=True)
         engines.append(engine)
     return engines
@@ -100,41 +88,6 @@ def measure_workload(args, engines: list[EngineProcess], name: str) -> dict:
                 flush=True,
             )
     return {"workload": name, "rounds": rounds, "sizing_s": sizing, "runs": runs}
-=======
-def run_one(args, rep: int, config: str) -> dict | None:
-    path = args.runs / f"rep{rep}-{config}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    cmd = [
-        sys.executable,
-        str(HERE / "forest_engine.py"),
-        "--model",
-        args.model,
-        "--config",
-        config,
-        "--phase-s",
-        str(args.phase_s),
-        "--workloads",
-        args.workloads,
-    ]
-    if args.cudagraph_mode:
-        cmd += ["--cudagraph-mode", args.cudagraph_mode]
-    if rep == 0:
-        cmd.append("--profile")
-    log = args.runs / f"rep{rep}-{config}.log"
-    with open(log, "w") as handle:
-        proc = subprocess.run(
-            cmd, env=_env(config), stdout=handle, stderr=subprocess.STDOUT, timeout=900
-        )
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        print(f"rep {rep} {config}: failed (rc {proc.returncode}), see {log}", flush=True)
-        return None
-    result = json.loads(lines[-1][len("RESULT ") :])
-    result["rep"] = rep
-    path.write_text(json.dumps(result, indent=1))
-    return result
->>>>>>> skv
 
 
 def kv_bytes_per_step(model_dir: str, config: str) -> float:
@@ -206,14 +159,9 @@ def markdown(summary: dict) -> str:
     lines = [
         "# Forest Cascade Attention on one H200",
         "",
-<<<<<<< HEAD
         "Generated tokens/s, median (min-max) over interleaved repetitions; ratios to `flash` "
-        "within each repetition. Produced by `bench/forest/forest_speed.py`.",
-=======
-        "Generated tokens/s, median (min-max) over fresh engines; ratios to `flash` within each "
-        "repetition. Produced by `bench/forest/forest_speed.py`. `flash` and `cascade` run "
-        "with the plugin off (vLLM's own FlashAttention), `forest` with it on.",
->>>>>>> skv
+        "within each repetition. Produced by `bench/forest/forest_speed.py`. `flash` and "
+        "`cascade` run with the plugin off (vLLM's own FlashAttention), `forest` with it on.",
         "",
         "| workload | flash | cascade | forest | cascade / flash | forest / flash "
         "| rounds per phase, shortest phase | forest-planned steps (flash, cascade, forest) |",

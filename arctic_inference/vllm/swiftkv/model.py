@@ -40,10 +40,6 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 from vllm.compilation.backends import set_model_tag
-<<<<<<< HEAD
-from vllm.compilation.decorators import support_torch_compile
-=======
->>>>>>> skv
 from vllm.config import CUDAGraphMode, VllmConfig
 from vllm.distributed import get_tensor_model_parallel_world_size
 from vllm.forward_context import get_forward_context, is_forward_context_available
@@ -72,10 +68,7 @@ from arctic_inference.vllm.swiftkv.metadata import (
     logits_token_indices,
     restrict_to_logits_tokens,
 )
-<<<<<<< HEAD
-=======
 from arctic_inference.vllm.swiftkv.stacks import SwiftKVBottomStack, SwiftKVTopStack
->>>>>>> skv
 from arctic_inference.vllm.swiftkv.top_batch import graph_size, pad_indices
 
 
@@ -172,71 +165,6 @@ class SwiftKVDecoderLayer(nn.Module):
         return self.mlp(hidden_states), residual
 
 
-<<<<<<< HEAD
-@support_torch_compile(dynamic_arg_dims={"input_ids": 0, "positions": 0, "inputs_embeds": 0})
-class SwiftKVBottomStack(nn.Module):
-    """The compiled region that runs on every token.
-
-    Embedding, layers ``0 .. num_key_value_layers-1`` and the boundary K/V
-    projection (or, with SwiftKV off, the final norm). The modules belong to
-    :class:`LlamaSwiftKVModel` and are only referenced here (plain lists are
-    not registered), so parameter names stay those of the checkpoint.
-    """
-
-    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "", owner: nn.Module) -> None:
-        super().__init__()
-        self._owner = [owner]
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None,
-        positions: torch.Tensor,
-        inputs_embeds: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, ...]:
-        model = self._owner[0]
-        hidden = inputs_embeds if inputs_embeds is not None else model.embed_input_ids(input_ids)
-        residual = None
-        for layer in model.layers[: model.num_kv_layers]:
-            hidden, residual = layer(positions, hidden, residual)
-        if not model.num_swiftkv:
-            hidden, _ = model.norm(hidden, residual)
-            return (hidden,)
-        k, v = model.boundary_kv(positions, hidden, residual)
-        return hidden, residual, k, v
-
-
-@support_torch_compile(
-    dynamic_arg_dims={"positions": 0, "hidden_states": 0, "residual": 0, "k": 0, "v": 0}
-)
-class SwiftKVTopStack(nn.Module):
-    """The compiled region of the SwiftKV layers and the final norm.
-
-    Runs on all tokens (full path) or on the logits tokens only (prefill
-    path); ``k``/``v`` hold every SwiftKV layer's K/V side by side.
-    """
-
-    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "", owner: nn.Module) -> None:
-        super().__init__()
-        self._owner = [owner]
-
-    def forward(
-        self,
-        positions: torch.Tensor,
-        hidden_states: torch.Tensor,
-        residual: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-    ) -> torch.Tensor:
-        model = self._owner[0]
-        ks, vs = k.chunk(model.num_swiftkv, dim=-1), v.chunk(model.num_swiftkv, dim=-1)
-        for j, layer in enumerate(model.layers[model.num_kv_layers :]):
-            hidden_states, residual = layer(positions, hidden_states, residual, ks[j], vs[j])
-        hidden_states, _ = model.norm(hidden_states, residual)
-        return hidden_states
-
-
-=======
->>>>>>> skv
 @dataclass
 class _PrefillPlan:
     """What the prefill path swaps in the forward context for the SwiftKV layers."""
