@@ -138,8 +138,13 @@ def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
         by_rep = {(r["rep"], r["config"]): r["tokens_per_s"] for r in runs}
         reps = sorted({r["rep"] for r in runs})
         for config in ("cascade", "forest"):
-            ratios = [by_rep[rep, config] / by_rep[rep, "flash"] for rep in reps]
-            entry[f"{config}_vs_flash"] = _stats(ratios)
+            ratios = [
+                by_rep[rep, config] / by_rep[rep, "flash"]
+                for rep in reps
+                if (rep, config) in by_rep and (rep, "flash") in by_rep
+            ]
+            if ratios:
+                entry[f"{config}_vs_flash"] = _stats(ratios)
         out["workloads"][name] = entry
     out["rollouts_profile"] = {}
     for config, prof in profiles.items():
@@ -175,7 +180,7 @@ def markdown(summary: dict) -> str:
         for config in ("cascade", "forest"):
             v = entry.get(f"{config}_vs_flash")
             cells.append(f"x{v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f})" if v else "-")
-        shortest = min(s for c in CONFIGS for s in entry[f"{c}_phase_s"])
+        shortest = min((s for c in CONFIGS for s in entry[f"{c}_phase_s"]), default=0.0)
         cells.append(f"{entry['rounds']}, {shortest:.1f} s")
         cells.append(", ".join(str(entry[f"{c}_forest_steps"]) for c in CONFIGS))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")

@@ -12,8 +12,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "forest")
 import forest_speed  # noqa: E402
 
 
-def _run(rep, config, tps):
-    return {"rep": rep, "config": config, "workloads": {"noshare": {"tokens_per_s": tps}}}
+def _run(rep, config, tps, seconds=10.5):
+    return {
+        "rep": rep,
+        "config": config,
+        "tokens_per_s": tps,
+        "elapsed_s": seconds,
+        "forest_planned_steps": 7 if config == "forest" else 0,
+    }
 
 
 def test_ratios_are_taken_within_each_repetition():
@@ -21,20 +27,20 @@ def test_ratios_are_taken_within_each_repetition():
         _run(0, "flash", 100.0),
         _run(0, "forest", 150.0),
         _run(1, "flash", 110.0),
-        _run(1, "forest", 121.0),
+        _run(1, "forest", 121.0, seconds=12.0),
         _run(2, "flash", 90.0),
         _run(2, "forest", 108.0),
     ]
-    summary = forest_speed.summarize(runs, model="unused")
+    summary = forest_speed.summarize({"noshare": {"rounds": 4, "runs": runs}}, {}, model="unused")
     entry = summary["workloads"]["noshare"]
     assert entry["forest"] == {"median": 121.0, "min": 108.0, "max": 150.0, "n": 3}
     assert entry["forest_vs_flash"]["median"] == pytest.approx(1.2)  # 1.5, 1.1, 1.2
     assert (entry["forest_vs_flash"]["min"], entry["forest_vs_flash"]["max"]) == pytest.approx(
         (1.1, 1.5)
     )
-    assert "cascade" not in entry
+    assert "cascade" not in entry and "cascade_vs_flash" not in entry
     assert (
-        "| noshare | 100 (90-110) | - | 121 (108-150) | - | x1.20 (1.10-1.50) |"
+        "| noshare | 100 (90-110) | - | 121 (108-150) | - | x1.20 (1.10-1.50) | 4, 10.5 s | 0, 0, 21 |"
         in forest_speed.markdown(summary)
     )
 
