@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.attrs import attribute_uses, kind_changed, provision
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.drift.attrs import attribute_uses, kind_changed, provision
 from rebasekit.findings import Finding, Location
 
 

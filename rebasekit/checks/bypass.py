@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.parallel import find_twins
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.drift.parallel import find_twins
 from rebasekit.findings import Finding, Location
 
 

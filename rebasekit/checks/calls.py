@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rebasekit.checks.registry import register_check
-from rebasekit.context import ScanContext
-from rebasekit.drift.binding import render_params
-from rebasekit.drift.calls import (
+from rebasekit.analysis.binding import render_params
+from rebasekit.analysis.callsites import (
     CallSite,
     call_sites,
     callee_return_shape,
@@ -15,7 +13,9 @@ from rebasekit.drift.calls import (
     unpackings,
     upstream_call_sites,
 )
-from rebasekit.drift.upstream import call_params
+from rebasekit.analysis.defnodes import call_params
+from rebasekit.checks.registry import register_check
+from rebasekit.context import ScanContext
 from rebasekit.findings import Finding
 from rebasekit.index import Symbol
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.overrides import override_drifts
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.drift.overrides import override_drifts
 from rebasekit.findings import Finding, Severity
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from rebasekit.analysis.portplan import patch_text, plan_files, plan_port
 from rebasekit.commands._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -17,10 +18,9 @@ from rebasekit.commands._common import (
     gate,
     handle_errors,
 )
+from rebasekit.commands.portwrite import refuse_conflict_markers, write_port
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
-from rebasekit.drift.port import patch_text, plan_files, plan_port
-from rebasekit.drift.portwrite import refuse_conflict_markers, write_port
 from rebasekit.errors import InputError
 from rebasekit.index import CodeIndex
 from rebasekit.scan import load_corpus

@@ -41,17 +41,17 @@ def default_lock_path(corpus: PluginCorpus) -> Path:
 
 def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
     """The lock document for ``corpus`` against the tree of ``index`` (a CodeIndex)."""
-    from rebasekit.drift.attrs import attribute_uses, provision
-    from rebasekit.drift.bodies import similarity
-    from rebasekit.drift.calls import call_sites
-    from rebasekit.drift.forkscan import fork_states
-    from rebasekit.drift.overrides import (
+    from rebasekit.analysis.attrs import attribute_uses, provision
+    from rebasekit.analysis.bodies import similarity
+    from rebasekit.analysis.callsites import call_sites
+    from rebasekit.analysis.defnodes import call_params
+    from rebasekit.analysis.forkstate import fork_states
+    from rebasekit.analysis.overrides import (
         MIRROR_THRESHOLD,
         override_member,
         overrides,
         symbol_definition,
     )
-    from rebasekit.drift.upstream import call_params
     from rebasekit.index.models import Signature
 
     patches: list[dict[str, Any]] = []
@@ -132,7 +132,7 @@ def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
         d = state.decl
         defs = {}
         if state.base_text is not None:
-            from rebasekit.drift.bodies import definitions
+            from rebasekit.analysis.bodies import definitions
 
             try:
                 defs = {q: x.fingerprint for q, x in sorted(definitions(state.base_text).items())}

@@ -7,9 +7,9 @@ import textwrap
 import pytest
 from cli_runner import StrictRunner as CliRunner
 
+from rebasekit.analysis.overrides import symbol_definition
+from rebasekit.analysis.parallel import find_twins
 from rebasekit.cli import app
-from rebasekit.drift.overrides import symbol_definition
-from rebasekit.drift.parallel import find_twins
 from rebasekit.findings import Drift
 from rebasekit.scan import as_index, scan_plugin
 

@@ -1,4 +1,4 @@
-"""Deep drift analysis: the breakage that name/import/signature scans cannot see.
+"""Deep analysis of a plugin against upstream trees: the breakage that name/import/signature scans cannot see.
 
 Every module here is pure (source text or ``ast`` nodes in, plain data out) so the
 checks in ``rebasekit/checks/`` and the ``port``/``diff-method``/``corpus lock``

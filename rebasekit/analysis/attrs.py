@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from rebasekit.analysis.astcache import parse_text
+from rebasekit.analysis.defnodes import def_node
+from rebasekit.analysis.shapes import AttrValue, self_assignments
 from rebasekit.corpus.models import PatchClass, PluginCorpus
-from rebasekit.drift.astcache import parse_text
-from rebasekit.drift.shapes import AttrValue, self_assignments
-from rebasekit.drift.upstream import def_node
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.cache import tree_memo
 

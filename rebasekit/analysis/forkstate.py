@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rebasekit.corpus.models import PluginCorpus
-from rebasekit.drift.bodies import definitions
-from rebasekit.drift.forks import (
+from rebasekit.analysis.bodies import definitions
+from rebasekit.analysis.forkdecl import (
     ForkCandidate,
     ForkDecl,
     ForkDrift,
@@ -17,6 +16,7 @@ from rebasekit.drift.forks import (
     detect_fork,
     fork_drift,
 )
+from rebasekit.corpus.models import PluginCorpus
 from rebasekit.errors import RebasekitError
 from rebasekit.index import CodeIndex
 from rebasekit.upstream import UpstreamTree, open_tree

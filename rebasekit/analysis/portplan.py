@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from rebasekit.analysis.bodies import unified
+from rebasekit.analysis.forkdecl import HEADER_RE
+from rebasekit.analysis.forkstate import fork_states
+from rebasekit.analysis.merge import three_way
+from rebasekit.analysis.overrides import override_drifts
 from rebasekit.corpus.models import PluginCorpus
-from rebasekit.drift.bodies import unified
-from rebasekit.drift.forks import HEADER_RE
-from rebasekit.drift.forkscan import fork_states
-from rebasekit.drift.merge import three_way
-from rebasekit.drift.overrides import override_drifts
 from rebasekit.index import CodeIndex
 
 

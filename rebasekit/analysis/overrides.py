@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from rebasekit.analysis.bodies import Definition, changed_lines, definitions, similarity, unified
 from rebasekit.corpus.models import PatchClass, PluginCorpus
-from rebasekit.drift.bodies import Definition, changed_lines, definitions, similarity, unified
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.cache import tree_memo
 

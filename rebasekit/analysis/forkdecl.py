@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebasekit.analysis.bodies import Definition, definitions, similarity
 from rebasekit.corpus.locate import find_pyproject, rebasekit_config
-from rebasekit.drift.bodies import Definition, definitions, similarity
 from rebasekit.sourcefile import read_source_text
 
 HEADER_RE = re.compile(r"^#\s*rebasekit:\s*fork-of\s+(?P<path>[^\s@]+)@(?P<version>\S+)\s*$")
