@@ -1,19 +1,20 @@
 """Run the registered checks, then filter, suppress and classify drift.
 
-``run_scan`` is the analysis entry point (pure: context in, findings out);
+``run_scan`` is the analysis entry point (pure: a frozen context in, findings out);
 ``scan_plugin`` is the convenience front door used by commands and other tools:
-give it a plugin folder and tree specs, get a :class:`ScanResult`.
+give it a plugin folder and tree specs, it loads the context (:mod:`rebasekit.load`)
+and returns a :class:`ScanResult`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebasekit import completeness, suppress
 from rebasekit.checks.registry import Check, all_checks, code_selected
-from rebasekit.context import ScanConfig, ScanContext
+from rebasekit.context import ScanConfig, ScanContext, TreeOrigin
 from rebasekit.corpus import (
     check_plugin_dir,
     configured_patch_bases,
@@ -24,7 +25,7 @@ from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
 from rebasekit.findings import Drift, Finding, Severity
 from rebasekit.index import CodeIndex
-from rebasekit.upstream import UpstreamTree, open_tree
+from rebasekit.load import TreeInput, scan_context
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -45,6 +46,7 @@ class ScanResult:
     old_source: str | None = None
     new_root: str | None = None  # the folder holding the NEW tree's package, when it is one
     old_root: str | None = None
+    origins: tuple[TreeOrigin, ...] = ()  # every tree the scan read, with why it was chosen
 
     @property
     def plugin_dir(self) -> str | None:
@@ -97,10 +99,7 @@ def run_scan(
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        old_ctx = ScanContext(
-            ctx.corpus, new=ctx.old, old=None, config=replace(ctx.config, lock_base=False)
-        )
-        old_keys = {f.key() for f in _run_checks(old_ctx, checks, select, ignore)}
+        old_keys = {f.key() for f in _run_checks(ctx.at_old(), checks, select, ignore)}
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
     sups = suppress.collect(ctx.corpus)
@@ -127,12 +126,11 @@ def run_scan(
             *ctx.degradations,
             *completeness.unparsed_modules(ctx.new),
             *(completeness.unparsed_modules(ctx.old) if ctx.old else ()),
-            *[
-                d
-                for key, idx in ctx.config.extra.get("_lock_base", {}).items()
-                if key != "version" and idx is not None
-                for d in completeness.unparsed_modules(idx)
-            ],
+            *(
+                completeness.unparsed_modules(ctx.base)
+                if ctx.base is not None and ctx.base is not ctx.old
+                else ()
+            ),
         ]
     )
     return ScanResult(
@@ -147,6 +145,7 @@ def run_scan(
         degradations,
         new_root=_root(ctx.new),
         old_root=_root(ctx.old),
+        origins=ctx.origins,
     )
 
 
@@ -166,34 +165,37 @@ def load_corpus(
     return extract_corpus(plugin_dir, bases, upstream_package)
 
 
-def as_index(tree: str | UpstreamTree | CodeIndex, package: str = "vllm") -> CodeIndex:
-    if isinstance(tree, CodeIndex):
-        return tree
-    if isinstance(tree, str):
-        tree = open_tree(tree, package)
-    return CodeIndex(tree)
-
-
 def scan_plugin(
-    to: str | UpstreamTree | CodeIndex,
+    to: TreeInput,
     *,
-    from_: str | UpstreamTree | CodeIndex | None = None,
+    from_: TreeInput | None = None,
     plugin: Path | None = None,
     patch_bases: Iterable[str] | None = None,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     upstream_package: str = "vllm",
     corpus: PluginCorpus | None = None,
+    new_reason: str = "given",
+    old_reason: str = "given",
 ) -> ScanResult:
-    """Scan a plugin against the tree ``to`` (and classify drift against ``from_``).
+    """Scan a plugin against the NEW tree ``to`` (and classify drift against OLD ``from_``).
 
-    Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes.
+    Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes; the
+    reasons say which option named them (shown as each tree's origin).
     Raises :class:`~rebasekit.errors.RebasekitError` subclasses for bad input.
     """
+    select, ignore = tuple(select), tuple(ignore)
     corpus = corpus or load_corpus(plugin, patch_bases, upstream_package)
-    new = as_index(to, upstream_package)
-    old = as_index(from_, upstream_package) if from_ is not None else None
-    ctx = ScanContext(corpus, new, old, ScanConfig(upstream_package=upstream_package))
+    needs = {n for check in selected_checks(select, ignore) for n in check.needs}
+    ctx = scan_context(
+        corpus,
+        to,
+        from_,
+        needs=needs,
+        config=ScanConfig(upstream_package=upstream_package),
+        new_reason=new_reason,
+        old_reason=old_reason,
+    )
     result = run_scan(ctx, select, ignore)
     result.new_source = to if isinstance(to, str) else None
     result.old_source = from_ if isinstance(from_, str) else None

@@ -10,11 +10,9 @@ from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Location
 
 
-@register_check(codes=["RK303", "RK304"])
+@register_check(codes=["RK303", "RK304"], needs=["base"])
 def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
-    from rebasekit.corpus.lock import base_index
-
-    old = base_index(ctx)
+    old = ctx.base
     for patch in ctx.corpus.patches:
         if not patch.target:
             continue

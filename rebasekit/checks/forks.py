@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.bodies import unified
 from rebasekit.analysis.forkstate import ForkState, fork_states
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Location, Severity
 
 
-@register_check(codes=["RK403", "RK404"])
+@register_check(codes=["RK403", "RK404"], needs=["forks"])
 def check_forks(ctx: ScanContext) -> Iterator[Finding]:
-    for state in fork_states(ctx.corpus, ctx.old, ctx.new):
+    for state in fork_states(ctx.corpus, ctx.forks, ctx.old, ctx.new):
         if state.candidate is not None:
             yield _undeclared(ctx, state)
         yield from _drifted(ctx, state)
@@ -70,8 +71,6 @@ def _drifted(ctx: ScanContext, state: ForkState) -> Iterator[Finding]:
     if drift.module_level_changed:
         groups += ("; " if groups else "") + "module-level code changed"
     diffs = {}
-    from rebasekit.analysis.bodies import unified
-
     for c in drift.changes:
         diffs[c.qualname] = unified(
             c.old.source if c.old else "",

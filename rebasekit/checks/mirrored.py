@@ -10,11 +10,9 @@ from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Severity
 
 
-@register_check(codes=["RK402"])
+@register_check(codes=["RK402"], needs=["base"])
 def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
-    from rebasekit.corpus.lock import base_index
-
-    base = base_index(ctx)
+    base = ctx.base
     if base is None:
         return
     for od in override_drifts(ctx.corpus, base, ctx.new):

@@ -23,6 +23,7 @@ from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
 from rebasekit.errors import InputError
 from rebasekit.index import CodeIndex
+from rebasekit.load import load_forks
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
 
@@ -74,7 +75,7 @@ def port(
             )
         from_ = read_lock(path)["upstream"]["version"]
     base, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
-    plan = plan_port(corpus, base, new)
+    plan = plan_port(corpus, base, new, load_forks(corpus, base, new))
     gate(of_inputs(corpus, [base, new]), allow_incomplete)  # before anything is written
     console = Console(highlight=False, soft_wrap=True)
     files = plan_files(corpus, plan, include_conflicts=not skip_conflicts)

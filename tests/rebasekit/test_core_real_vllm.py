@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from rebasekit.findings import Drift
-from rebasekit.scan import as_index, scan_plugin
+from rebasekit.load import as_index
+from rebasekit.scan import scan_plugin
 
 pytestmark = pytest.mark.network
 REEXPORT = Path(__file__).parent / "fixtures" / "reexport_plugin" / "reexplug"

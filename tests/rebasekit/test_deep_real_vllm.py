@@ -11,7 +11,8 @@ from rebasekit.analysis.overrides import symbol_definition
 from rebasekit.analysis.parallel import find_twins
 from rebasekit.cli import app
 from rebasekit.findings import Drift
-from rebasekit.scan import as_index, scan_plugin
+from rebasekit.load import as_index
+from rebasekit.scan import scan_plugin
 
 pytestmark = pytest.mark.network
 V1_RUNNER = "vllm.v1.worker.gpu_model_runner.GPUModelRunner"

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import arctic_inference
-from rebasekit.scan import as_index, scan_plugin
+from rebasekit.load import as_index
+from rebasekit.scan import scan_plugin
 
 pytestmark = pytest.mark.network
 PLUGIN = Path(arctic_inference.__file__).parent
