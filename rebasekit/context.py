@@ -16,14 +16,13 @@ lists what the loaders could not read, so an incomplete scan is never reported c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from rebasekit import codes
 from rebasekit.analysis.forkdecl import ForkInputs
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
-from rebasekit.findings import Finding, Location
+from rebasekit.findings import Finding, Location, Severity
 from rebasekit.index import CodeIndex, Symbol
+from rebasekit.records import Record, finding_of
 
 
 @dataclass(frozen=True)
@@ -77,27 +76,16 @@ class ScanContext:
             return None
         return Location(sym.relpath, sym.lineno, None, sym.qualname)
 
-    def finding(
+    def report(
         self,
-        code: str,
-        message: str,
+        record: Record,
         *,
         plugin: Location | None = None,
         upstream: Location | None = None,
         suggestion: str | None = None,
-        subject: str | None = None,
-        severity=None,
-        **details: Any,
+        severity: Severity | None = None,
     ) -> Finding:
-        """A :class:`Finding` with the code's registered severity (unless overridden)."""
-        if subject is not None:
-            details["subject"] = subject
-        return Finding(
-            code=code,
-            severity=severity or codes.get(code).severity,
-            message=message,
-            plugin=plugin,
-            upstream=upstream,
-            suggestion=suggestion,
-            details=details,
+        """The :class:`Finding` of ``record``, with its code's severity (unless overridden)."""
+        return finding_of(
+            record, plugin=plugin, upstream=upstream, suggestion=suggestion, severity=severity
         )

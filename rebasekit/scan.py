@@ -26,6 +26,7 @@ from rebasekit.degradation import Degradation
 from rebasekit.findings import Drift, Finding, Severity
 from rebasekit.index import CodeIndex
 from rebasekit.load import TreeInput, scan_context
+from rebasekit.records import UnusedSuppression
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -108,11 +109,9 @@ def run_scan(
         for sup in sups:
             if sup.used == 0:
                 kept.append(
-                    ctx.finding(
-                        "RK003",
-                        f"suppression of {', '.join(sup.codes) or 'nothing'} matches no finding",
+                    ctx.report(
+                        UnusedSuppression(tuple(sup.codes)),
                         plugin=ctx.plugin_loc(sup.relpath, sup.line),
-                        subject=",".join(sup.codes),
                         suggestion="remove the comment",
                     )
                 )
