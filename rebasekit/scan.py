@@ -95,12 +95,19 @@ def sort_key(f: Finding):
 def run_scan(
     ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str] = ()
 ) -> ScanResult:
-    """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict."""
+    """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict.
+
+    The verdict compares identities (:meth:`Finding.key`: the plugin place and the record's
+    declared identity fields), never wording. A per-tree check is evaluated once at NEW
+    and once at OLD, and a NEW finding whose identity also exists at OLD is preexisting;
+    a pairwise check already compared the two trees and is not evaluated again.
+    """
     select, ignore = tuple(select), tuple(ignore)
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        old_keys = {f.key() for f in _run_checks(ctx.at_old(), checks, select, ignore)}
+        per_tree = [c for c in checks if not c.pairwise]
+        old_keys = {f.key() for f in _run_checks(ctx.at_old(), per_tree, select, ignore)}
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
     sups = suppress.collect(ctx.corpus)

@@ -11,7 +11,7 @@ from rebasekit.findings import Finding, Severity
 from rebasekit.records import BaseBodyChanged
 
 
-@register_check(codes=["RK402"], needs=["base"])
+@register_check(codes=["RK402"], needs=["base"], pairwise=True)
 def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
     base = ctx.base
     if base is None:

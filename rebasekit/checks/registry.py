@@ -23,18 +23,25 @@ class Check:
     func: CheckFunc
     # Inputs beyond NEW/OLD the loader must read for this check (see rebasekit.load).
     needs: frozenset[str] = frozenset()
+    # Every finding is a change between OLD (or the base) and NEW, found by comparing the
+    # two in one pass: it can never be preexisting, so the check is not run again at OLD.
+    pairwise: bool = False
 
 
 _CHECKS: dict[str, Check] = {}
 
 
 def register_check(
-    codes: Iterable[str], name: str | None = None, needs: Iterable[str] = ()
+    codes: Iterable[str],
+    name: str | None = None,
+    needs: Iterable[str] = (),
+    pairwise: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register ``func`` as a check emitting ``codes`` (each must be defined in codes.py).
 
     ``needs`` names the extra inputs the check reads from the context ("base", "forks"),
-    so the loader opens them only when such a check is selected.
+    so the loader opens them only when such a check is selected. ``pairwise`` marks a
+    check that compares OLD (or the base) with NEW itself (see :class:`Check`).
     """
     from rebasekit.codes import CODES
 
@@ -45,7 +52,7 @@ def register_check(
 
     def decorator(func: CheckFunc) -> CheckFunc:
         key = name or f"{func.__module__}.{func.__name__}"
-        _CHECKS[key] = Check(key, code_tuple, func, frozenset(needs))
+        _CHECKS[key] = Check(key, code_tuple, func, frozenset(needs), pairwise)
         return func
 
     return decorator

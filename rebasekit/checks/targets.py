@@ -94,7 +94,7 @@ def check_orig_aliases(ctx: ScanContext) -> Iterator[Finding]:
                 )
 
 
-@register_check(codes=["RK203"])
+@register_check(codes=["RK203"], pairwise=True)
 def check_removed_overrides(ctx: ScanContext) -> Iterator[Finding]:
     if ctx.old is None:
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from pathlib import Path
 
 import pytest
 from deep_helpers import NEW, OLD, PLUGIN
@@ -66,3 +67,22 @@ def test_without_old_the_base_is_the_lock_pin_only_when_a_check_needs_it(tmp_pat
     # the narrow front door reads only what its checks need: an import scan stays complete
     assert scan_plugin(str(NEW), plugin=plugin / "deepplug", select=["RK1"]).complete
     assert not scan_plugin(str(NEW), plugin=plugin / "deepplug", select=["RK402"]).complete
+
+
+def test_pairwise_checks_find_nothing_at_old_so_skipping_them_there_is_safe():
+    """Marking a per-tree check pairwise would drop its preexisting findings: refuse that."""
+    from rebasekit.checks.registry import all_checks
+
+    core = Path(__file__).parent / "fixtures"
+    pairs = [
+        (PLUGIN, NEW, OLD),
+        (core / "plugin" / "tinyplug", core / "upstream_new", core / "upstream_old"),
+    ]
+    pairwise = [c for c in all_checks() if c.pairwise]
+    assert {code for c in pairwise for code in c.codes} == {"RK203", "RK402"}
+    exercised = set()
+    for plugin, new, old in pairs:
+        ctx = scan_context(load_corpus(plugin), str(new), str(old))
+        exercised |= {c.name for c in pairwise if list(c.func(ctx))}
+        assert [f for c in pairwise for f in c.func(ctx.at_old())] == []
+    assert exercised == {c.name for c in pairwise}, "a pairwise check the fixtures never reach"
