@@ -14,7 +14,6 @@ such as ``scan-imports`` neither downloads the lock's pin nor fails on it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from types import MappingProxyType
 
 from rebasekit.analysis.forkdecl import ForkDecl, ForkInputs, header_decl
@@ -25,7 +24,6 @@ from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
 from rebasekit.errors import RebasekitError
 from rebasekit.index import CodeIndex
-from rebasekit.sourcefile import read_source_text
 from rebasekit.upstream import UpstreamTree, open_tree
 
 NEEDS_BASE = "base"  # the tree body drift is measured from (``--from``, else the lock's pin)
@@ -75,19 +73,20 @@ def lock_base(corpus: PluginCorpus, new: CodeIndex) -> tuple[CodeIndex | None, l
         ]
 
 
-def declared_forks(root: Path, relpaths: Iterable[str]) -> list[ForkDecl]:
-    """Forks declared by headers in ``relpaths`` or in the project's pyproject table.
+def declared_forks(corpus: PluginCorpus) -> list[ForkDecl]:
+    """Forks declared by headers in the plugin's files or in the project's pyproject table.
 
-    ``root`` is the folder containing the plugin package (paths are relative to it).
+    Paths are relative to ``corpus.root``, the folder containing the plugin package.
     """
+    root = corpus.root
     out: dict[str, ForkDecl] = {}
-    for rel in relpaths:
+    for f in corpus.files:
         try:
-            decl = header_decl(rel, read_source_text(root / rel))
+            decl = header_decl(f.relpath, corpus.source_text(f.relpath))
         except OSError:
             continue
         if decl:
-            out[rel] = decl
+            out[f.relpath] = decl
     pyproject = find_pyproject(root)
     table = rebasekit_config(pyproject).get("forks", {}) if pyproject else {}
     if isinstance(table, dict) and pyproject is not None:
@@ -110,7 +109,7 @@ def load_forks(corpus: PluginCorpus, *known: CodeIndex | None) -> ForkInputs:
     A version matching one of the ``known`` indexes reuses its tree; any other is opened
     (downloaded once into the cache); one that cannot be opened keeps the reason.
     """
-    decls = declared_forks(corpus.root, [f.relpath for f in corpus.files])
+    decls = declared_forks(corpus)
     package = next((i.tree.package for i in known if i is not None), "vllm")
     trees: dict[str, UpstreamTree | str] = {}
     for decl in decls:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from rebasekit.analysis.astcache import parse_text
 from rebasekit.analysis.binding import BindResult, bind, shape_of_call
 from rebasekit.analysis.defnodes import call_params, def_node
 from rebasekit.analysis.shapes import ReturnShape, dotted, return_shape, unpack_targets
@@ -29,10 +28,8 @@ class CallSite:
 
 
 def plugin_module(corpus: PluginCorpus, relpath: str) -> ast.Module | None:
-    try:
-        return parse_text(corpus.source_text(relpath))
-    except OSError:
-        return None
+    """The corpus's syntax tree of one plugin file (parsed once, at extraction)."""
+    return corpus.module(relpath)
 
 
 def _import_map(corpus: PluginCorpus, relpath: str) -> dict[str, str]:

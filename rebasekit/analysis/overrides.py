@@ -50,10 +50,11 @@ def symbol_definition(sym: Symbol) -> Definition | None:
 
 
 def plugin_definitions(corpus: PluginCorpus, relpath: str) -> dict[str, Definition]:
-    try:
-        return definitions(corpus.source_text(relpath))
-    except (OSError, SyntaxError):
+    """Definitions of one plugin file, from the corpus's text and syntax tree."""
+    module = corpus.module(relpath)
+    if module is None:
         return {}
+    return definitions(corpus.source_text(relpath), tree=module)
 
 
 def override_member(

@@ -86,3 +86,18 @@ def test_pairwise_checks_find_nothing_at_old_so_skipping_them_there_is_safe():
         exercised |= {c.name for c in pairwise if list(c.func(ctx))}
         assert [f for c in pairwise for f in c.func(ctx.at_old())] == []
     assert exercised == {c.name for c in pairwise}, "a pairwise check the fixtures never reach"
+
+
+def test_after_extraction_no_plugin_file_is_read_again(monkeypatch):
+    """The corpus is the one view of the plugin: checks take its text, never the disk's."""
+    import rebasekit.corpus.models
+
+    corpus = load_corpus(PLUGIN)
+    expected = [f.to_dict() for f in scan_plugin(str(NEW), from_=str(OLD), corpus=corpus).findings]
+
+    def refuse(path, *args, **kwargs):
+        raise AssertionError(f"{path} read again after extraction")
+
+    monkeypatch.setattr(rebasekit.corpus.models, "read_source_text", refuse)
+    again = scan_plugin(str(NEW), from_=str(OLD), corpus=corpus).findings
+    assert [f.to_dict() for f in again] == expected and expected
