@@ -99,14 +99,16 @@ def run_scan(
 
     The verdict compares identities (:meth:`Finding.key`: the plugin place and the record's
     declared identity fields), never wording. A per-tree check is evaluated once at NEW
-    and once at OLD, and a NEW finding whose identity also exists at OLD is preexisting;
-    a pairwise check already compared the two trees and is not evaluated again.
+    and, only if it found something there, once at OLD: a NEW finding whose identity also
+    exists at OLD is preexisting. A pairwise check already compared the two trees and is
+    not evaluated again.
     """
     select, ignore = tuple(select), tuple(ignore)
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        per_tree = [c for c in checks if not c.pairwise]
+        found_codes = {f.code for f in findings}
+        per_tree = [c for c in checks if not c.pairwise and found_codes & set(c.codes)]
         old_keys = {f.key() for f in _run_checks(ctx.at_old(), per_tree, select, ignore)}
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
@@ -172,9 +174,9 @@ def load_corpus(
 
 
 def scan_plugin(
-    to: TreeInput,
+    new: TreeInput,
     *,
-    from_: TreeInput | None = None,
+    old: TreeInput | None = None,
     plugin: Path | None = None,
     patch_bases: Iterable[str] | None = None,
     select: Iterable[str] = (),
@@ -184,7 +186,7 @@ def scan_plugin(
     new_reason: str = "given",
     old_reason: str = "given",
 ) -> ScanResult:
-    """Scan a plugin against the NEW tree ``to`` (and classify drift against OLD ``from_``).
+    """Scan a plugin against the NEW tree (and classify drift against the OLD one).
 
     Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes; the
     reasons say which option named them (shown as each tree's origin).
@@ -195,14 +197,14 @@ def scan_plugin(
     needs = {n for check in selected_checks(select, ignore) for n in check.needs}
     ctx = scan_context(
         corpus,
-        to,
-        from_,
+        new,
+        old,
         needs=needs,
         config=ScanConfig(upstream_package=upstream_package),
         new_reason=new_reason,
         old_reason=old_reason,
     )
     result = run_scan(ctx, select, ignore)
-    result.new_source = to if isinstance(to, str) else None
-    result.old_source = from_ if isinstance(from_, str) else None
+    result.new_source = new if isinstance(new, str) else None
+    result.old_source = old if isinstance(old, str) else None
     return result

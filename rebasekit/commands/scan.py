@@ -67,7 +67,7 @@ def _run(
     )
     result = scan_plugin(
         new_spec,
-        from_=old_spec,
+        old=old_spec,
         plugin=plugin,
         patch_bases=patch_base,
         select=selected,

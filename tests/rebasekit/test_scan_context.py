@@ -93,11 +93,11 @@ def test_after_extraction_no_plugin_file_is_read_again(monkeypatch):
     import rebasekit.corpus.models
 
     corpus = load_corpus(PLUGIN)
-    expected = [f.to_dict() for f in scan_plugin(str(NEW), from_=str(OLD), corpus=corpus).findings]
+    expected = [f.to_dict() for f in scan_plugin(str(NEW), old=str(OLD), corpus=corpus).findings]
 
     def refuse(path, *args, **kwargs):
         raise AssertionError(f"{path} read again after extraction")
 
     monkeypatch.setattr(rebasekit.corpus.models, "read_source_text", refuse)
-    again = scan_plugin(str(NEW), from_=str(OLD), corpus=corpus).findings
+    again = scan_plugin(str(NEW), old=str(OLD), corpus=corpus).findings
     assert [f.to_dict() for f in again] == expected and expected
