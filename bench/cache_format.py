@@ -23,7 +23,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    import rebasekit.drift.attrs  # noqa: F401,E401 - register their records
+    import rebasekit.analysis.attrs  # noqa: F401,E401 - register their records
 
     values = []
     for path in sorted(index_dir().rglob("*.json")):

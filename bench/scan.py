@@ -34,7 +34,7 @@ from rebasekit.scan import scan_plugin
 assert not os.environ.get("BENCH_REBASEKIT_SOURCE") or sys.modules["rebasekit"].__file__.startswith(
     os.environ["BENCH_REBASEKIT_SOURCE"])
 sel = tuple(c for c in sys.argv[3].split(",") if c)
-r = scan_plugin(sys.argv[2], from_=sys.argv[1], select=sel, plugin=__import__("pathlib").Path(sys.argv[4]))
+r = scan_plugin(sys.argv[2], old=sys.argv[1], select=sel, plugin=__import__("pathlib").Path(sys.argv[4]))
 print(time.perf_counter() - t, len(r.findings))
 """
 REPO = Path(__file__).resolve().parents[1]

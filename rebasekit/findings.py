@@ -1,7 +1,9 @@
-"""The one data model every rebasekit check produces.
+"""The wire shape every rebasekit check produces.
 
-Checks are pure: inputs in, a list of :class:`Finding` out. Renderers (table, JSON,
-SARIF) and the exit-code policy only ever see this model, so a new check needs no
+Checks are pure: inputs in, a list of :class:`Finding` out. Each finding carries the
+typed record it was made from (:mod:`rebasekit.records`: the declared fields of its
+code, its identity, its wording per output style); renderers (table, JSON, SARIF,
+markdown) and the exit-code policy only ever see this model, so a new check needs no
 output code of its own.
 """
 
@@ -58,15 +60,28 @@ class Finding:
     suggestion: str | None = None
     drift: Drift = Drift.UNKNOWN
     details: dict[str, Any] = field(default_factory=dict)
+    record: Any = field(default=None, repr=False, compare=False)  # a rebasekit.records.Record
 
-    def key(self) -> tuple[str, str, int, str]:
-        """Identity used to match a finding at OLD with the same finding at NEW."""
+    def key(self) -> tuple[Any, ...]:
+        """Identity used to match a finding at OLD with the same finding at NEW.
+
+        The plugin place (file and definition: the plugin is the same at OLD and NEW)
+        plus the record's declared identity fields; never line numbers or wording.
+        """
         path = self.plugin.path if self.plugin else ""
         symbol = (self.plugin.symbol if self.plugin else None) or ""
-        return (self.code, path, 0, symbol + "|" + str(self.details.get("subject", "")))
+        ident = self.record.identity() if self.record is not None else (self.message,)
+        return (self.code, path, symbol, *ident)
+
+    def explain(self, style: Any = "text") -> str:
+        """The message worded for ``style`` (see :class:`rebasekit.records.Style`)."""
+        return self.record.explain(style) if self.record is not None else self.message
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data.pop("record")
         data["severity"] = self.severity.value
         data["drift"] = self.drift.value
+        names = self.record.identity_fields() if self.record is not None else ()
+        data["identity"] = {name: self.details.get(name) for name in names}
         return data

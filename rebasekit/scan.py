@@ -1,19 +1,20 @@
 """Run the registered checks, then filter, suppress and classify drift.
 
-``run_scan`` is the analysis entry point (pure: context in, findings out);
+``run_scan`` is the analysis entry point (pure: a frozen context in, findings out);
 ``scan_plugin`` is the convenience front door used by commands and other tools:
-give it a plugin folder and tree specs, get a :class:`ScanResult`.
+give it a plugin folder and tree specs, it loads the context (:mod:`rebasekit.load`)
+and returns a :class:`ScanResult`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebasekit import completeness, suppress
 from rebasekit.checks.registry import Check, all_checks, code_selected
-from rebasekit.context import ScanConfig, ScanContext
+from rebasekit.context import ScanConfig, ScanContext, TreeOrigin
 from rebasekit.corpus import (
     check_plugin_dir,
     configured_patch_bases,
@@ -24,7 +25,8 @@ from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
 from rebasekit.findings import Drift, Finding, Severity
 from rebasekit.index import CodeIndex
-from rebasekit.upstream import UpstreamTree, open_tree
+from rebasekit.load import TreeInput, scan_context
+from rebasekit.records import UnusedSuppression
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -45,6 +47,7 @@ class ScanResult:
     old_source: str | None = None
     new_root: str | None = None  # the folder holding the NEW tree's package, when it is one
     old_root: str | None = None
+    origins: tuple[TreeOrigin, ...] = ()  # every tree the scan read, with why it was chosen
 
     @property
     def plugin_dir(self) -> str | None:
@@ -92,15 +95,21 @@ def sort_key(f: Finding):
 def run_scan(
     ctx: ScanContext, select: Iterable[str] = (), ignore: Iterable[str] = ()
 ) -> ScanResult:
-    """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict."""
+    """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict.
+
+    The verdict compares identities (:meth:`Finding.key`: the plugin place and the record's
+    declared identity fields), never wording. A per-tree check is evaluated once at NEW
+    and, only if it found something there, once at OLD: a NEW finding whose identity also
+    exists at OLD is preexisting. A pairwise check already compared the two trees and is
+    not evaluated again.
+    """
     select, ignore = tuple(select), tuple(ignore)
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        old_ctx = ScanContext(
-            ctx.corpus, new=ctx.old, old=None, config=replace(ctx.config, lock_base=False)
-        )
-        old_keys = {f.key() for f in _run_checks(old_ctx, checks, select, ignore)}
+        found_codes = {f.code for f in findings}
+        per_tree = [c for c in checks if not c.pairwise and found_codes & set(c.codes)]
+        old_keys = {f.key() for f in _run_checks(ctx.at_old(), per_tree, select, ignore)}
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
     sups = suppress.collect(ctx.corpus)
@@ -109,11 +118,9 @@ def run_scan(
         for sup in sups:
             if sup.used == 0:
                 kept.append(
-                    ctx.finding(
-                        "RK003",
-                        f"suppression of {', '.join(sup.codes) or 'nothing'} matches no finding",
+                    ctx.report(
+                        UnusedSuppression(tuple(sup.codes)),
                         plugin=ctx.plugin_loc(sup.relpath, sup.line),
-                        subject=",".join(sup.codes),
                         suggestion="remove the comment",
                     )
                 )
@@ -127,12 +134,11 @@ def run_scan(
             *ctx.degradations,
             *completeness.unparsed_modules(ctx.new),
             *(completeness.unparsed_modules(ctx.old) if ctx.old else ()),
-            *[
-                d
-                for key, idx in ctx.config.extra.get("_lock_base", {}).items()
-                if key != "version" and idx is not None
-                for d in completeness.unparsed_modules(idx)
-            ],
+            *(
+                completeness.unparsed_modules(ctx.base)
+                if ctx.base is not None and ctx.base is not ctx.old
+                else ()
+            ),
         ]
     )
     return ScanResult(
@@ -147,6 +153,7 @@ def run_scan(
         degradations,
         new_root=_root(ctx.new),
         old_root=_root(ctx.old),
+        origins=ctx.origins,
     )
 
 
@@ -166,35 +173,38 @@ def load_corpus(
     return extract_corpus(plugin_dir, bases, upstream_package)
 
 
-def as_index(tree: str | UpstreamTree | CodeIndex, package: str = "vllm") -> CodeIndex:
-    if isinstance(tree, CodeIndex):
-        return tree
-    if isinstance(tree, str):
-        tree = open_tree(tree, package)
-    return CodeIndex(tree)
-
-
 def scan_plugin(
-    to: str | UpstreamTree | CodeIndex,
+    new: TreeInput,
     *,
-    from_: str | UpstreamTree | CodeIndex | None = None,
+    old: TreeInput | None = None,
     plugin: Path | None = None,
     patch_bases: Iterable[str] | None = None,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     upstream_package: str = "vllm",
     corpus: PluginCorpus | None = None,
+    new_reason: str = "given",
+    old_reason: str = "given",
 ) -> ScanResult:
-    """Scan a plugin against the tree ``to`` (and classify drift against ``from_``).
+    """Scan a plugin against the NEW tree (and classify drift against the OLD one).
 
-    Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes.
+    Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes; the
+    reasons say which option named them (shown as each tree's origin).
     Raises :class:`~rebasekit.errors.RebasekitError` subclasses for bad input.
     """
+    select, ignore = tuple(select), tuple(ignore)
     corpus = corpus or load_corpus(plugin, patch_bases, upstream_package)
-    new = as_index(to, upstream_package)
-    old = as_index(from_, upstream_package) if from_ is not None else None
-    ctx = ScanContext(corpus, new, old, ScanConfig(upstream_package=upstream_package))
+    needs = {n for check in selected_checks(select, ignore) for n in check.needs}
+    ctx = scan_context(
+        corpus,
+        new,
+        old,
+        needs=needs,
+        config=ScanConfig(upstream_package=upstream_package),
+        new_reason=new_reason,
+        old_reason=old_reason,
+    )
     result = run_scan(ctx, select, ignore)
-    result.new_source = to if isinstance(to, str) else None
-    result.old_source = from_ if isinstance(from_, str) else None
+    result.new_source = new if isinstance(new, str) else None
+    result.old_source = old if isinstance(old, str) else None
     return result

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Mutation score of the analysis core: mutmut 3 over rebasekit/checks, rebasekit/drift,
+# Mutation score of the analysis core: mutmut 3 over rebasekit/checks, rebasekit/analysis,
 # arctic_inference/patching.py and arctic_inference/suffix_decoding/cache.py.
 #
 #   bash bench/mutation/run.sh                  every mutant (about 4,000; over an hour on 2 busy cores)
 #   MUTATION_SAMPLE=4 bash bench/mutation/run.sh    a fixed quarter of them (same names every run)
 #   MUTATION_REF=<commit> ...                   the tests and code of that commit (e.g. a "before" score)
-#   MUTATION_ONLY='rebasekit/drift/parallel.py' ...  one file
+#   MUTATION_ONLY='rebasekit/analysis/parallel.py' ...  one file
 #   MUTATION_KILLED_IN=before ...               rerun only the mutants the run labelled "before"
 #                                               ran and did not kill (its tests are all still
 #                                               here, so what it killed stays killed)
@@ -26,7 +26,7 @@ VENV="$STATE/venv"
 MUTMUT_PIN="mutmut==3.8.1"
 WORKERS="${MUTATION_WORKERS:-2}"
 SAMPLE="${MUTATION_SAMPLE:-1}"
-ONLY="${MUTATION_ONLY:-rebasekit/checks/*.py rebasekit/drift/*.py arctic_inference/patching.py arctic_inference/suffix_decoding/cache.py}"
+ONLY="${MUTATION_ONLY:-rebasekit/checks/*.py rebasekit/analysis/*.py arctic_inference/patching.py arctic_inference/suffix_decoding/cache.py}"
 HERE="$ROOT/bench/mutation"
 
 KILLED_IN="${MUTATION_KILLED_IN:+$STATE/work-$MUTATION_KILLED_IN/mutants}"

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.attrs import attribute_uses, kind_changed, provision
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.drift.attrs import attribute_uses, kind_changed, provision
 from rebasekit.findings import Finding, Location
+from rebasekit.records import AttributeGone, AttributeKindChanged
 
 
-@register_check(codes=["RK303", "RK304"])
+@register_check(codes=["RK303", "RK304"], needs=["base"])
 def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
-    from rebasekit.corpus.lock import base_index
-
-    old = base_index(ctx)
+    old = ctx.base
     for patch in ctx.corpus.patches:
         if not patch.target:
             continue
@@ -34,37 +33,49 @@ def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
             )
             loc = ctx.plugin_loc(patch.relpath, use.line, f"{patch.name}.{use.method}")
             accessors = ", ".join("." + a for a in use.accessors)
+            names = dict(
+                target=patch.target, attribute=use.attr, patch=patch.name, method=use.method
+            )
             if not new_p.provided:
                 if external and (old_p is None or not old_p.provided):
                     continue  # may come from an out-of-tree base: cannot tell
-                was = ""
+                was: dict[str, str | None] = {}
                 if old_p is not None and old_p.assignments:
                     where, value = old_p.assignments[0]
-                    was = f"; at {old.tree.version} {where} assigned it from `{value.source}`"
-                yield ctx.finding(
-                    "RK303",
-                    f"{patch.name}.{use.method} reads self.{use.attr}, but {cls.qualname} (with its bases) "
-                    f"no longer assigns or defines {use.attr} at {ctx.new.tree.version or ctx.new.tree.label}{was}",
+                    was = dict(
+                        old_version=old.tree.version, old_where=where, old_value=value.source
+                    )
+                record = AttributeGone(
+                    **names,
+                    cls=cls.qualname,
+                    tree=ctx.new.tree.version or ctx.new.tree.label,
+                    **was,
+                )
+                yield ctx.report(
+                    record,
                     plugin=loc,
                     upstream=ctx.upstream_loc(cls),
-                    subject=f"{patch.target}.{use.attr}",
                     suggestion=f"find what replaced {use.attr} in {cls.qualname}.__init__ and read that instead",
-                    attribute=use.attr,
                 )
                 continue
             if old_p is None or not kind_changed(old_p, new_p):
                 continue
             (ow, ov), (nw, nv) = old_p.assignments[0], new_p.assignments[0]
-            yield ctx.finding(
-                "RK304",
-                f"{patch.name}.{use.method} reads self.{use.attr}{' (uses ' + accessors + ')' if accessors else ''}; "
-                f"{cls.name} now assigns it {nv.render()} (`{nv.source}` in {nw}) instead of {ov.render()} "
-                f"(`{ov.source}` in {ow} at {old.tree.version})",
+            record = AttributeKindChanged(
+                **names,
+                cls=cls.name,
+                accessors=tuple(use.accessors),
+                new_kind=nv.render(),
+                new_value=nv.source,
+                new_where=nw,
+                old_kind=ov.render(),
+                old_value=ov.source,
+                old_where=ow,
+                old_version=old.tree.version,
+            )
+            yield ctx.report(
+                record,
                 plugin=loc,
                 upstream=Location(cls.relpath, nv.line, None, f"{cls.qualname}.{use.attr}"),
-                subject=f"{patch.target}.{use.attr}",
                 suggestion=f"check every use of self.{use.attr}{accessors and ' (' + accessors + ')'} against the new value's type",
-                attribute=use.attr,
-                old_value=ov.source,
-                new_value=nv.source,
             )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.parallel import find_twins
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.drift.parallel import find_twins
 from rebasekit.findings import Finding, Location
+from rebasekit.records import ParallelImplementation
 
 
 def _is_dunder(name: str) -> bool:
@@ -30,26 +31,18 @@ def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
         for twin in find_twins(ctx.new, target.qualname):
             twin_sym = ctx.new.resolve(twin.qualname)
             shared = sorted(patched & set(twin_sym.members if twin_sym is not None else {}))
-            if twin.selectors:
-                how = "; ".join(s.render() for s in twin.selectors)
-            elif shared:
-                how = f"no selecting switch found, but it defines {', '.join(shared)} too"
-            else:
+            if not twin.selectors and not shared:
                 continue  # a same-named class with none of the patched members: another concept
-            overridden = ", ".join(a.name for a in patch.attributes) or "nothing"
-            yield ctx.finding(
-                "RK401",
-                f"{target.qualname} (patched by {patch.name}) has a parallel implementation "
-                f"{twin.qualname} in {twin.relpath}; configurations that use it bypass the patch "
-                f"({overridden} never run there). {how}",
-                plugin=ctx.plugin_loc(patch.relpath, patch.lineno, patch.name),
-                upstream=Location(twin.relpath, twin.line, None, twin.qualname),
-                subject=f"{patch.target}|{twin.qualname}",
-                suggestion=f"patch {twin.qualname} as well, or refuse/force the selecting switch "
-                f"(e.g. set its env var) while the plugin is active",
-                twin=twin.qualname,
-                shared_members=shared,
-                selectors=[
+            record = ParallelImplementation(
+                patch.target,
+                twin.qualname,
+                patched=target.qualname,
+                patch=patch.name,
+                twin_path=twin.relpath,
+                overridden=tuple(a.name for a in patch.attributes),
+                shared_members=tuple(shared),
+                switches=tuple(s.render() for s in twin.selectors),
+                selectors=tuple(
                     {
                         "path": s.relpath,
                         "line": s.line,
@@ -60,5 +53,12 @@ def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
                         "resolved_at": s.resolved_at,
                     }
                     for s in twin.selectors
-                ],
+                ),
+            )
+            yield ctx.report(
+                record,
+                plugin=ctx.plugin_loc(patch.relpath, patch.lineno, patch.name),
+                upstream=Location(twin.relpath, twin.line, None, twin.qualname),
+                suggestion=f"patch {twin.qualname} as well, or refuse/force the selecting switch "
+                f"(e.g. set its env var) while the plugin is active",
             )

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rebasekit.checks.registry import register_check
-from rebasekit.context import ScanContext
-from rebasekit.drift.binding import render_params
-from rebasekit.drift.calls import (
+from rebasekit.analysis.binding import render_params
+from rebasekit.analysis.callsites import (
     CallSite,
     call_sites,
     callee_return_shape,
@@ -15,9 +13,12 @@ from rebasekit.drift.calls import (
     unpackings,
     upstream_call_sites,
 )
-from rebasekit.drift.upstream import call_params
+from rebasekit.analysis.defnodes import call_params
+from rebasekit.checks.registry import register_check
+from rebasekit.context import ScanContext
 from rebasekit.findings import Finding
 from rebasekit.index import Symbol
+from rebasekit.records import CallNoLongerBinds, UnpackingMismatch
 
 
 @register_check(codes=["RK301"])
@@ -31,26 +32,28 @@ def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
             ctx.new, verdict.callee, bound=site.bound, raw_function=site.raw_function
         )
         sig = render_params(params[0]) if params else "?"
-        what = _describe_callee(site, verdict.callee)
-        message = f"{what} no longer binds at {_ver(ctx)}: {'; '.join(verdict.result.problems)}; it now takes {sig}"
-        old_note = _old_signature(ctx, site)
-        if old_note:
-            message += f" (was {old_note})"
         moved = _moved_note(ctx, site, verdict.callee)
         suggestion = _suggest(verdict.result, sig)
         if moved:
             suggestion += f"; upstream now makes this call in {moved}"
-        yield ctx.finding(
-            "RK301",
-            message,
+        record = CallNoLongerBinds(
+            c.callee,
+            c.positional,
+            tuple(c.keywords),
+            callee=verdict.callee.qualname,
+            call_kind=_call_kind(site, verdict.callee),
+            via=c.via_orig,
+            tree=_ver(ctx),
+            problems=tuple(verdict.result.problems),
+            upstream_signature=sig,
+            old_signature=_old_signature(ctx, site) or None,
+            moved_to=moved,
+        )
+        yield ctx.report(
+            record,
             plugin=ctx.plugin_loc(c.relpath, c.lineno, c.in_function),
             upstream=ctx.upstream_loc(verdict.params_from),
             suggestion=suggestion,
-            subject=f"{c.callee}|{c.positional}|{','.join(c.keywords)}",
-            callee=verdict.callee.qualname,
-            problems=verdict.result.problems,
-            upstream_signature=sig,
-            moved_to=moved,
         )
 
 
@@ -58,15 +61,12 @@ def _ver(ctx: ScanContext) -> str:
     return ctx.new.tree.version or ctx.new.tree.label
 
 
-def _describe_callee(site: CallSite, callee: Symbol) -> str:
-    c = site.call
+def _call_kind(site: CallSite, callee: Symbol) -> str:
     if callee.kind == "class":
-        return f"constructor call {callee.name}(...) ({callee.qualname}.__init__)"
-    if c.via_orig:
-        return f"call through {c.via_orig} to {callee.qualname}"
-    if site.bound:
-        return f"super() call to {callee.qualname}"
-    return f"call to {callee.qualname}"
+        return "constructor"
+    if site.call.via_orig:
+        return "orig"
+    return "super" if site.bound else "call"
 
 
 def _old_signature(ctx: ScanContext, site: CallSite) -> str | None:
@@ -118,23 +118,20 @@ def check_return_shapes(ctx: ScanContext) -> Iterator[Finding]:
         sym, shape = found
         if shape.unpacks_to(unpack.arity) is not False:
             continue
-        message = (
-            f"unpacks {sym.qualname}(...) into {unpack.arity} names, but at {_ver(ctx)} it returns "
-            f"{shape.render()}"
-        )
+        old_tree = old_returns = None
         if ctx.old is not None:
             old = callee_return_shape(ctx.old, unpack.call.callee)
             if old is not None and old[1] != shape:
-                message += f" (at {ctx.old.tree.version or ctx.old.tree.label}: {old[1].render()})"
+                old_tree = ctx.old.tree.version or ctx.old.tree.label
+                old_returns = old[1].render()
         c = unpack.call
-        yield ctx.finding(
-            "RK302",
-            message,
+        record = UnpackingMismatch(
+            c.callee, unpack.arity, sym.qualname, _ver(ctx), shape.render(), old_tree, old_returns
+        )
+        yield ctx.report(
+            record,
             plugin=ctx.plugin_loc(c.relpath, unpack.line, c.in_function),
             upstream=ctx.upstream_loc(sym),
             suggestion=f"read the fields of the returned value instead of unpacking {unpack.arity}, "
             f"or adapt to the new arity",
-            subject=f"{c.callee}|{unpack.arity}",
-            callee=sym.qualname,
-            returns=shape.render(),
         )

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.overrides import override_drifts
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.drift.overrides import override_drifts
 from rebasekit.findings import Finding, Severity
+from rebasekit.records import BaseBodyChanged
 
 
-@register_check(codes=["RK402"])
+@register_check(codes=["RK402"], needs=["base"], pairwise=True)
 def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
-    from rebasekit.corpus.lock import base_index
-
-    base = base_index(ctx)
+    base = ctx.base
     if base is None:
         return
     for od in override_drifts(ctx.corpus, base, ctx.new):
@@ -24,14 +23,24 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
             else ("wraps" if od.attr in _orig_targets(od.patch) else "replaces")
         )
         removed, added = od.changed
-        yield ctx.finding(
-            "RK402",
-            f"{od.patch.name}.{od.attr} {kind} {od.new_sym.qualname}, whose body changed upstream "
-            f"between {base.tree.version} and {ctx.new.tree.version} (-{removed}/+{added} lines)",
+        record = BaseBodyChanged(
+            od.new_sym.qualname,
+            patch=od.patch.name,
+            attribute=od.attr,
+            relation=kind,
+            base_version=base.tree.version,
+            new_version=ctx.new.tree.version,
+            removed=removed,
+            added=added,
+            mirrors=od.mirrors,
+            similarity=round(od.similarity, 2),
+            diff=od.diff,
+        )
+        yield ctx.report(
+            record,
             plugin=ctx.plugin_loc(od.patch.relpath, od.attr_line, f"{od.patch.name}.{od.attr}"),
             upstream=ctx.upstream_loc(od.new_sym),
             severity=None if od.mirrors else Severity.INFO,
-            subject=f"{od.new_sym.qualname}",
             suggestion=(
                 "run `rebasekit port --to "
                 + (ctx.new.tree.version or "NEW")
@@ -40,9 +49,6 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
                 if od.mirrors
                 else "review the diff: the wrapper's pre/post logic may rely on the old behaviour"
             ),
-            diff=od.diff,
-            mirrors=od.mirrors,
-            similarity=round(od.similarity, 2),
         )
 
 

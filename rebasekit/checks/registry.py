@@ -1,7 +1,7 @@
 """The check registry: checks declare their codes and are found by code selection.
 
 A check is a pure function ``(ctx: ScanContext) -> Iterable[Finding]`` decorated with
-``@register_check(codes=[...])``. ``run_scan`` runs only the checks whose codes survive
+``@register_check(codes=[...], needs=[...])``. ``run_scan`` runs only the checks whose codes survive
 ``--select``/``--ignore``, so a narrow scan does not pay for unrelated work.
 """
 
@@ -21,15 +21,28 @@ class Check:
     name: str
     codes: tuple[str, ...]
     func: CheckFunc
+    # Inputs beyond NEW/OLD the loader must read for this check (see rebasekit.load).
+    needs: frozenset[str] = frozenset()
+    # Every finding is a change between OLD (or the base) and NEW, found by comparing the
+    # two in one pass: it can never be preexisting, so the check is not run again at OLD.
+    pairwise: bool = False
 
 
 _CHECKS: dict[str, Check] = {}
 
 
 def register_check(
-    codes: Iterable[str], name: str | None = None
+    codes: Iterable[str],
+    name: str | None = None,
+    needs: Iterable[str] = (),
+    pairwise: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
-    """Register ``func`` as a check emitting ``codes`` (each must be defined in codes.py)."""
+    """Register ``func`` as a check emitting ``codes`` (each must be defined in codes.py).
+
+    ``needs`` names the extra inputs the check reads from the context ("base", "forks"),
+    so the loader opens them only when such a check is selected. ``pairwise`` marks a
+    check that compares OLD (or the base) with NEW itself (see :class:`Check`).
+    """
     from rebasekit.codes import CODES
 
     code_tuple = tuple(codes)
@@ -39,7 +52,7 @@ def register_check(
 
     def decorator(func: CheckFunc) -> CheckFunc:
         key = name or f"{func.__module__}.{func.__name__}"
-        _CHECKS[key] = Check(key, code_tuple, func)
+        _CHECKS[key] = Check(key, code_tuple, func, frozenset(needs), pairwise)
         return func
 
     return decorator

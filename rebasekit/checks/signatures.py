@@ -12,6 +12,7 @@ from rebasekit.context import ScanContext
 from rebasekit.corpus.models import PatchAttr, PatchClass
 from rebasekit.findings import Finding, Severity
 from rebasekit.index import Symbol
+from rebasekit.records import RECORDS, OverrideKindChanged
 
 _FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
 
@@ -42,12 +43,10 @@ def _compare_attr(
     if attr.kind not in _FUNCTION_KINDS:
         return
     if up_kind != own_kind and not (up_kind == "class" and own_kind == "method"):
-        yield ctx.finding(
-            "RK216",
-            f"{attr.name} is a {own_kind} in {patch.name} but a {up_kind} upstream ({up.qualname})",
+        yield ctx.report(
+            OverrideKindChanged(attr.name, patch.name, own_kind, up_kind, up.qualname),
             plugin=loc,
             upstream=up_loc,
-            subject=attr.name,
             suggestion=f"make the override a {up_kind} or retarget it",
         )
         return
@@ -60,16 +59,21 @@ def _compare_attr(
         ours, theirs = drop_receiver(ours), drop_receiver(theirs)
     for diff in compare(ours, theirs):
         severity = Severity(diff.severity) if diff.severity else None
-        yield ctx.finding(
-            diff.code,
-            f"{patch.name}.{attr.name} vs {up.qualname}: {diff.message}",
+        record = RECORDS[diff.code](
+            attr.name,
+            diff.param,
+            patch.name,
+            up.qualname,
+            diff.message,
+            up.signature.render(),
+            attr.signature.render(),
+        )
+        yield ctx.report(
+            record,
             plugin=loc,
             upstream=up_loc,
-            subject=f"{attr.name}:{diff.param}",
             severity=severity,
             suggestion=_suggest(diff.code, theirs, up),
-            upstream_signature=up.signature.render(),
-            override_signature=attr.signature.render(),
         )
 
 

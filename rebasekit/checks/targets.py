@@ -11,6 +11,12 @@ from rebasekit.context import ScanContext
 from rebasekit.corpus.models import PatchClass
 from rebasekit.findings import Finding
 from rebasekit.index import CodeIndex, Resolution, Status, Symbol
+from rebasekit.records import (
+    OrigAliasMissing,
+    OverrideTargetRemoved,
+    PatchTargetMissing,
+    PatchTargetMoved,
+)
 
 
 def resolve_target(index: CodeIndex, patch: PatchClass) -> Resolution | None:
@@ -42,33 +48,25 @@ def check_targets(ctx: ScanContext) -> Iterator[Finding]:
         if not cands:
             mods = [m for m in _module_named(ctx.new, name) if m != patch.target]
             if mods:
-                yield ctx.finding(
-                    "RK202",
-                    f"patch target module {patch.target} moved to {mods[0]}",
+                yield ctx.report(
+                    PatchTargetMoved(patch.target, mods[0]),
                     plugin=loc,
                     suggestion=f"import {mods[0]} and patch that",
-                    subject=patch.target,
-                    moved_to=mods[0],
                 )
                 continue
         if cands:
             best = cands[0]
-            yield ctx.finding(
-                "RK202",
-                f"patch target {patch.target} is gone; {name} is now defined in {best.module}",
+            yield ctx.report(
+                PatchTargetMoved(patch.target, best.qualname, name, best.module),
                 plugin=loc,
                 upstream=ctx.upstream_loc(best),
-                subject=patch.target,
                 suggestion=f"from {best.module} import {name}",
-                moved_to=best.qualname,
             )
         else:
-            yield ctx.finding(
-                "RK201",
-                f"patch target {patch.target} does not exist in {ctx.new.tree.label}",
+            yield ctx.report(
+                PatchTargetMissing(patch.target, ctx.new.tree.label),
                 plugin=loc,
                 upstream=ctx.upstream_loc(res.container),
-                subject=patch.target,
                 suggestion="find what replaced it upstream and retarget or drop the patch",
             )
 
@@ -86,19 +84,17 @@ def check_orig_aliases(ctx: ScanContext) -> Iterator[Finding]:
         for alias in patch.orig_aliases:
             member = target_member(ctx.new, res.symbol, alias.attr)
             if member.status is Status.MISSING:
-                yield ctx.finding(
-                    "RK220",
-                    f"{patch.name}.{alias.alias} captures {alias.attr}, which {res.symbol.qualname} no longer has",
+                yield ctx.report(
+                    OrigAliasMissing(alias.alias, patch.name, alias.attr, res.symbol.qualname),
                     plugin=ctx.plugin_loc(
                         patch.relpath, alias.lineno, f"{patch.name}.{alias.alias}"
                     ),
                     upstream=ctx.upstream_loc(res.symbol),
-                    subject=alias.alias,
                     suggestion=f"find what replaced {alias.attr} upstream; the class body raises AttributeError at import",
                 )
 
 
-@register_check(codes=["RK203"])
+@register_check(codes=["RK203"], pairwise=True)
 def check_removed_overrides(ctx: ScanContext) -> Iterator[Finding]:
     if ctx.old is None:
         return
@@ -113,12 +109,15 @@ def check_removed_overrides(ctx: ScanContext) -> Iterator[Finding]:
             was = target_member(ctx.old, old_res.symbol, attr.name)
             now = target_member(ctx.new, new_res.symbol, attr.name)
             if was.found and now.status is Status.MISSING:
-                yield ctx.finding(
-                    "RK203",
-                    f"{patch.name}.{attr.name} replaced {was.symbol.qualname} in {ctx.old.tree.label}; "
-                    f"{new_res.symbol.qualname} no longer has {attr.name}",
+                yield ctx.report(
+                    OverrideTargetRemoved(
+                        attr.name,
+                        patch.name,
+                        was.symbol.qualname,
+                        ctx.old.tree.label,
+                        new_res.symbol.qualname,
+                    ),
                     plugin=ctx.plugin_loc(patch.relpath, attr.lineno, f"{patch.name}.{attr.name}"),
                     upstream=ctx.upstream_loc(new_res.symbol),
-                    subject=attr.name,
                     suggestion="find the code that took over its job upstream and move the override there",
                 )

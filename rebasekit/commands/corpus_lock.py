@@ -35,6 +35,7 @@ from rebasekit.corpus.lock import (
 from rebasekit.errors import InputError
 from rebasekit.history.pins import PinSource, UnreadablePin, pin_from_pyproject
 from rebasekit.index import CodeIndex
+from rebasekit.load import load_forks
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
 
@@ -90,7 +91,7 @@ def lock(
     """Record every upstream surface the patches bind to, at the pin, in the lock file."""
     corpus = load_corpus(plugin, patch_base)
     index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
-    text = dumps(build_lock(corpus, index))
+    text = dumps(build_lock(corpus, index, load_forks(corpus, index)))
     gate(of_inputs(corpus, [index]), allow_incomplete)  # a lock of a partial corpus would lie
     if stdout:
         emit(text.rstrip("\n"))
@@ -115,7 +116,7 @@ def verify(
     path = lock_file or default_lock_path(corpus)
     recorded = read_lock(path)
     index = CodeIndex(open_tree(_pin_spec(corpus, vllm)))
-    current = build_lock(corpus, index)
+    current = build_lock(corpus, index, load_forks(corpus, index))
     gate(of_inputs(corpus, [index]), allow_incomplete, writes=False)
     diff = lock_diff(recorded, current, path.name)
     if not diff:

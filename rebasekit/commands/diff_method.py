@@ -8,6 +8,8 @@ import typer
 from rich.console import Console
 from rich.syntax import Syntax
 
+from rebasekit.analysis.bodies import unified
+from rebasekit.analysis.overrides import symbol_definition
 from rebasekit.commands._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -17,8 +19,6 @@ from rebasekit.commands._common import (
     handle_errors,
 )
 from rebasekit.completeness import of_inputs
-from rebasekit.drift.bodies import unified
-from rebasekit.drift.overrides import symbol_definition
 from rebasekit.errors import InputError
 from rebasekit.index import CodeIndex
 from rebasekit.upstream import open_tree

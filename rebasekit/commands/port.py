@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from rebasekit.analysis.portplan import patch_text, plan_files, plan_port
 from rebasekit.commands._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -17,12 +18,12 @@ from rebasekit.commands._common import (
     gate,
     handle_errors,
 )
+from rebasekit.commands.portwrite import refuse_conflict_markers, write_port
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
-from rebasekit.drift.port import patch_text, plan_files, plan_port
-from rebasekit.drift.portwrite import refuse_conflict_markers, write_port
 from rebasekit.errors import InputError
 from rebasekit.index import CodeIndex
+from rebasekit.load import load_forks
 from rebasekit.scan import load_corpus
 from rebasekit.upstream import open_tree
 
@@ -73,9 +74,9 @@ def port(
                 hint=f"pass --from OLD or create {path.name} with `rebasekit corpus lock`",
             )
         from_ = read_lock(path)["upstream"]["version"]
-    base, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
-    plan = plan_port(corpus, base, new)
-    gate(of_inputs(corpus, [base, new]), allow_incomplete)  # before anything is written
+    old, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
+    plan = plan_port(corpus, old, new, load_forks(corpus, old, new))
+    gate(of_inputs(corpus, [old, new]), allow_incomplete)  # before anything is written
     console = Console(highlight=False, soft_wrap=True)
     files = plan_files(corpus, plan, include_conflicts=not skip_conflicts)
     for line in plan.skipped:
@@ -88,12 +89,12 @@ def port(
         if item.conflicts and skip_conflicts:
             console.print(
                 f"--- ours (plugin) ---\n{item.ours}--- theirs (upstream {new.tree.version}) ---\n"
-                f"{item.theirs}--- base (upstream {base.tree.version}) ---\n{item.base}",
+                f"{item.theirs}--- base (upstream {old.tree.version}) ---\n{item.base}",
                 markup=False,
             )
     if not plan.items:
         console.print(
-            f"nothing to port: no copied override or fork drifted between {base.tree.version} and {new.tree.version}"
+            f"nothing to port: no copied override or fork drifted between {old.tree.version} and {new.tree.version}"
         )
     if dry_run:
         emit(patch_text(files))

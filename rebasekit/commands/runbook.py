@@ -82,7 +82,7 @@ def runbook_cmd(
         raise InputError(f"plugin package {name!r} not found under {root}")
     from rebasekit.scan import scan_plugin
 
-    result = scan_plugin(new, from_=old, plugin=root / name.replace(".", "/"))
+    result = scan_plugin(new, old=old, plugin=root / name.replace(".", "/"))
     gate(result.degradations, allow_incomplete)  # a plan built on a partial scan would miss risks
     changed = changed_since(root, since, name) if since else []
     settings = Settings(name, entry_point(data), _parse_env(env), model=model)

@@ -55,13 +55,25 @@ def _run(
     ignored = known_codes_check(split_codes(ignore), "--ignore")
     if base_select:
         selected = tuple(s for s in selected if s.startswith(base_select)) or base_select
+    new_flag = next(
+        flag
+        for flag, value in (
+            ("--vllm", vllm),
+            ("--vllm-version", vllm_version),
+            ("--vllm-git", vllm_git),
+            ("--to", to),
+        )
+        if value
+    )
     result = scan_plugin(
         new_spec,
-        from_=old_spec,
+        old=old_spec,
         plugin=plugin,
         patch_bases=patch_base,
         select=selected,
         ignore=ignored,
+        new_reason=new_flag,
+        old_reason="--from",
     )
     if json_out:
         emit(to_json(result))

@@ -30,8 +30,10 @@ from rebasekit.index.visitor import (
     is_type_checking_test,
     signature_of,
 )
-from rebasekit.sourcefile import SkippedFile, read_source_bytes
+from rebasekit.sourcefile import SkippedFile, SourceText, read_source_bytes
 
+# The patch vocabulary, shared with the runtime patch framework of the plugin being read
+# (tests/rebasekit/test_patch_vocabulary.py checks that the two agree).
 ORIG_PREFIX = "_orig_"
 # Names every class body carries (or the patch machinery owns); never "set" on a target.
 CLASS_MACHINERY = frozenset(
@@ -50,6 +52,9 @@ CLASS_MACHINERY = frozenset(
         "__classcell__",
         "__firstlineno__",
         "__static_attributes__",
+        "__annotate__",
+        "__annotate_func__",
+        "__annotations_cache__",
     }
 )
 
@@ -89,6 +94,7 @@ def module_name(relpath: str) -> str:
 def extract_file(corpus: PluginCorpus, relpath: str, source: bytes) -> None:
     """Add one file's patches, imports, calls and comments to ``corpus``."""
     modname = module_name(relpath)
+    corpus.sources[relpath] = SourceText.from_bytes(source).text
     try:
         tree = ast.parse(source, filename=relpath)
     except (SyntaxError, ValueError) as exc:
@@ -97,6 +103,7 @@ def extract_file(corpus: PluginCorpus, relpath: str, source: bytes) -> None:
         return
     corpus.files.append(PluginFile(relpath, modname))
     corpus.comments[relpath] = _comments(source)
+    corpus.modules[relpath] = tree
     _FileVisitor(corpus, relpath, modname).run(tree)
 
 
@@ -233,6 +240,7 @@ class _FileVisitor:
     def _patch_body(self, patch: PatchClass, node: ast.ClassDef) -> None:
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._self_reads(patch, stmt)
                 if stmt.name in CLASS_MACHINERY:
                     continue
                 decorators = tuple(ast.unparse(d) for d in stmt.decorator_list)
@@ -250,7 +258,6 @@ class _FileVisitor:
                 existing = patch.attribute(stmt.name)
                 if existing is None:
                     patch.attributes.append(attr)
-                self._self_reads(patch, stmt)
             elif isinstance(stmt, ast.ClassDef):
                 patch.attributes.append(
                     PatchAttr(stmt.name, "class", stmt.lineno, stmt.end_lineno or stmt.lineno)
@@ -289,18 +296,30 @@ class _FileVisitor:
         if not func.args.args:
             return
         self_name = func.args.args[0].arg
-        seen = {(r.attr, r.method) for r in patch.self_reads}
+        parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
+        lines: dict[str, int] = {}
+        accessors: dict[str, list[str]] = {}
         for node in ast.walk(func):
-            if (
+            if not (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.ctx, ast.Load)
                 and isinstance(node.value, ast.Name)
                 and node.value.id == self_name
             ):
-                key = (node.attr, func.name)
-                if key not in seen:
-                    seen.add(key)
-                    patch.self_reads.append(SelfRead(node.attr, node.lineno, func.name))
+                continue
+            if node.attr not in lines or node.lineno < lines[node.attr]:
+                lines[node.attr] = node.lineno
+            seen = accessors.setdefault(node.attr, [])
+            parent = parents.get(id(node))
+            if (
+                isinstance(parent, ast.Attribute)
+                and parent.value is node
+                and parent.attr not in seen
+            ):
+                seen.append(parent.attr)
+        patch.self_reads += [
+            SelfRead(attr, line, func.name, tuple(accessors[attr])) for attr, line in lines.items()
+        ]
 
     # -- calls ---------------------------------------------------------------------------
     def _collect_calls(self, tree: ast.Module) -> None:

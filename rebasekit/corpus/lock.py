@@ -3,8 +3,9 @@
 ``rebasekit corpus lock`` writes it (``rebasekit.lock.json`` next to the plugin
 project's ``pyproject.toml``); ``corpus verify`` recomputes it and fails on any
 difference, so a stale lock — the pin moved, or plugin code changed what it touches —
-cannot go unnoticed. The lock is also the *base* tree for drift when no ``--from`` is
-given: its ``upstream.version`` is the pin the plugin was last verified against.
+cannot go unnoticed. The lock also names the *base* tree for drift when no ``--from`` is
+given: its ``upstream.version`` is the pin the plugin was last verified against
+(:func:`rebasekit.load.lock_base` opens it).
 
 The file is deterministic (sorted keys and lists, no line numbers, no timestamps) so
 that it diffs cleanly in review. ``SCHEMA`` is bumped whenever its shape changes.
@@ -19,8 +20,7 @@ from typing import Any
 
 from rebasekit.corpus.locate import find_pyproject
 from rebasekit.corpus.models import PluginCorpus
-from rebasekit.degradation import Degradation
-from rebasekit.errors import InputError, RebasekitError
+from rebasekit.errors import InputError
 
 LOCK_NAME = "rebasekit.lock.json"
 SCHEMA = 1
@@ -39,19 +39,23 @@ def default_lock_path(corpus: PluginCorpus) -> Path:
 # ------------------------------------------------------------------------------ build
 
 
-def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
-    """The lock document for ``corpus`` against the tree of ``index`` (a CodeIndex)."""
-    from rebasekit.drift.attrs import attribute_uses, provision
-    from rebasekit.drift.bodies import similarity
-    from rebasekit.drift.calls import call_sites
-    from rebasekit.drift.forkscan import fork_states
-    from rebasekit.drift.overrides import (
+def build_lock(corpus: PluginCorpus, index: Any, fork_inputs: Any) -> dict[str, Any]:
+    """The lock document for ``corpus`` against the tree of ``index`` (a CodeIndex).
+
+    ``fork_inputs`` (:class:`~rebasekit.analysis.forkdecl.ForkInputs`) holds the declared forks
+    and their recorded trees, opened by the caller (:func:`rebasekit.load.load_forks`).
+    """
+    from rebasekit.analysis.attrs import attribute_uses, provision
+    from rebasekit.analysis.bodies import similarity
+    from rebasekit.analysis.callsites import call_sites
+    from rebasekit.analysis.defnodes import call_params
+    from rebasekit.analysis.forkstate import fork_states
+    from rebasekit.analysis.overrides import (
         MIRROR_THRESHOLD,
         override_member,
         overrides,
         symbol_definition,
     )
-    from rebasekit.drift.upstream import call_params
     from rebasekit.index.models import Signature
 
     patches: list[dict[str, Any]] = []
@@ -128,11 +132,11 @@ def build_lock(corpus: PluginCorpus, index: Any) -> dict[str, Any]:
     call_list = [{**v, "shapes": sorted(v["shapes"])} for _, v in sorted(calls.items())]
 
     forks = []
-    for state in fork_states(corpus, index, index):
+    for state in fork_states(corpus, fork_inputs, index, index):
         d = state.decl
         defs = {}
         if state.base_text is not None:
-            from rebasekit.drift.bodies import definitions
+            from rebasekit.analysis.bodies import definitions
 
             try:
                 defs = {q: x.fingerprint for q, x in sorted(definitions(state.base_text).items())}
@@ -214,51 +218,3 @@ def lock_version(corpus: PluginCorpus) -> str | None:
     if not path.exists():
         return None
     return read_lock(path)["upstream"]["version"]
-
-
-def base_index(ctx: Any) -> Any:
-    """The tree drift is measured from: ``--from`` if given, else the lock's pin.
-
-    None when neither exists, or when the lock's pin *is* the scanned tree (no drift).
-    A lock that exists but cannot be read, or whose pin cannot be opened (offline, an
-    unknown release), is recorded on ``ctx.degradations``: the drift checks that need it
-    did not run, so the analysis is incomplete, never clean.
-    """
-    if ctx.old is not None:
-        return ctx.old
-    if not ctx.config.lock_base:
-        return None
-    cache = ctx.config.extra.setdefault("_lock_base", {})
-    if "version" not in cache:
-        try:
-            cache["version"] = lock_version(ctx.corpus)
-        except RebasekitError as exc:
-            cache["version"] = None
-            ctx.degradations.append(
-                Degradation(
-                    "lock-unusable",
-                    str(default_lock_path(ctx.corpus)),
-                    f"{exc.message}; drift since the pin was not checked",
-                    exc.hint or "regenerate the lock",
-                )
-            )
-    version = cache["version"]
-    if not version or version == ctx.new.tree.version:
-        return None
-    if version not in cache:
-        from rebasekit.index import CodeIndex
-        from rebasekit.upstream import open_tree
-
-        try:
-            cache[version] = CodeIndex(open_tree(version, ctx.new.tree.package))
-        except RebasekitError as exc:
-            cache[version] = None
-            ctx.degradations.append(
-                Degradation(
-                    "lock-base-unavailable",
-                    f"{ctx.new.tree.package} {version} (the lock's pin)",
-                    f"{exc.message}; drift since the pin was not checked",
-                    exc.hint or "make the pinned release reachable, or pass --from OLD",
-                )
-            )
-    return cache[version]

@@ -2,12 +2,16 @@
 
 Everything here is read from plugin source alone; upstream names are recorded as the
 plugin spells them through its imports (``callee``, ``target``), and checks ask a
-:class:`~rebasekit.index.CodeIndex` for the canonical definition.
+:class:`~rebasekit.index.CodeIndex` for the canonical definition. The corpus is the one
+parsed view of the plugin: each file is read and parsed once, at extraction, and every
+analysis takes its text (:meth:`PluginCorpus.source_text`) and syntax tree
+(:meth:`PluginCorpus.module`) from here.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import ast
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +68,16 @@ class OrigAlias:
 
 @dataclass(frozen=True)
 class SelfRead:
-    """``self.<attr>`` read inside an override (the override relies on that attribute)."""
+    """``self.<attr>`` read inside an override (the override relies on that attribute).
+
+    One per attribute and method: the first line it is read on, and the attributes read
+    on it in turn (``gpu`` for ``self.positions.gpu``), in the order they appear.
+    """
 
     attr: str
     lineno: int
     method: str
+    accessors: tuple[str, ...] = ()
 
 
 @dataclass
@@ -127,16 +136,38 @@ class PluginCorpus:
     calls: list[UpstreamCall] = field(default_factory=list)
     comments: dict[str, dict[int, str]] = field(default_factory=dict)  # relpath -> line -> comment
     degradations: list[Degradation] = field(default_factory=list)  # files that could not be read
+    # The one parsed view: each file's text and syntax tree, kept from extraction.
+    sources: dict[str, str] = field(default_factory=dict, repr=False)
+    modules: dict[str, ast.Module] = field(default_factory=dict, repr=False, compare=False)
 
     def file_path(self, relpath: str) -> Path:
         return self.root / relpath
 
     def source_text(self, relpath: str) -> str:
-        """A plugin file's text as Python decodes it (coding cookie, BOM), ``\n`` line ends."""
-        return read_source_text(self.file_path(relpath))
+        """A plugin file's text as Python decodes it (coding cookie, BOM), ``\n`` line ends.
+
+        The text read at extraction; a file outside the corpus is read from disk.
+        """
+        text = self.sources.get(relpath)
+        return text if text is not None else read_source_text(self.file_path(relpath))
+
+    def module(self, relpath: str) -> ast.Module | None:
+        """The syntax tree of a plugin file (None: not in the corpus, or it does not parse)."""
+        return self.modules.get(relpath)
+
+    def class_node(self, patch: PatchClass) -> ast.ClassDef | None:
+        """The ``class`` statement of ``patch`` in its file's syntax tree."""
+        module = self.module(patch.relpath)
+        if module is None:
+            return None
+        named = [
+            n for n in ast.walk(module) if isinstance(n, ast.ClassDef) and n.name == patch.name
+        ]
+        return next((n for n in named if n.lineno == patch.lineno), named[0] if named else None)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(replace(self, sources={}, modules={}))
         data["root"] = str(self.root)
-        data.pop("comments", None)
+        for key in ("comments", "sources", "modules"):
+            data.pop(key, None)
         return data

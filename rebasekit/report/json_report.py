@@ -9,7 +9,7 @@ from typing import Any
 
 from rebasekit import __version__
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _tree(
@@ -29,6 +29,7 @@ def to_document(result) -> dict[str, Any]:
         "upstream": {
             "to": _tree(result.new_label, result.new_version, result.new_source, result.new_root),
             "from": _tree(result.old_label, result.old_version, result.old_source, result.old_root),
+            "origins": [asdict(o) for o in result.origins],
         },
         "complete": result.complete,
         "degradations": [asdict(d) for d in result.degradations],

@@ -68,11 +68,14 @@ def to_sarif_dict(result) -> dict[str, Any]:
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
     for f in result.findings:
-        text = f.message + (f"\nSuggestion: {f.suggestion}" if f.suggestion else "")
+        tail = f"\nSuggestion: {f.suggestion}" if f.suggestion else ""
         res: dict[str, Any] = {
             "ruleId": f.code,
             "level": _LEVEL[f.severity],
-            "message": {"text": text},
+            "message": {
+                "text": f.explain("sarif") + tail,
+                "markdown": f.explain("markdown") + tail,
+            },
             "properties": {
                 "drift": f.drift.value,
                 **({"subject": str(f.details["subject"])} if "subject" in f.details else {}),

@@ -71,7 +71,7 @@ def to_markdown(book: Runbook, command: str, results: dict[str, Result]) -> str:
                 f = risk.finding
                 where = f.plugin.render() if f.plugin else "-"
                 out.append(
-                    f"- `{f.code}` {_cell(where)}: {_cell(f.message)}. "
+                    f"- `{f.code}` {_cell(where)}: {_cell(f.explain('markdown'))}. "
                     f"Likely breaks at: {risk.step} ({risk.why})."
                 )
         if phase.key in results:

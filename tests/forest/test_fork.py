@@ -53,7 +53,7 @@ def _definitions(text: str) -> dict[str, str]:
 
 
 def test_fork_header_is_read_by_rebasekit():
-    from rebasekit.drift.forks import header_decl
+    from rebasekit.analysis.forkdecl import header_decl
 
     decl = header_decl("arctic_inference/vllm/attention/flash_attn_fork.py", FORK.read_text())
     assert decl is not None

@@ -7,8 +7,8 @@ copied from a parameter or read from elsewhere says nothing about its type.
 
 from __future__ import annotations
 
-from rebasekit.drift.attrs import Provision, kind_changed
-from rebasekit.drift.shapes import AttrValue
+from rebasekit.analysis.attrs import Provision, kind_changed
+from rebasekit.analysis.shapes import AttrValue
 
 
 def provision(*values: tuple[str, str]) -> Provision:

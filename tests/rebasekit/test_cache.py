@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rebasekit.drift import parallel
+from rebasekit.analysis import parallel
 from rebasekit.index import CodeIndex, FactsCache
 from rebasekit.index.cache import DataStore, tree_memo
 from rebasekit.upstream import open_tree

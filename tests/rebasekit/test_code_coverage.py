@@ -51,10 +51,10 @@ def _variant(tmp: Path, plugin: Path) -> Path:
 def scans(tmp_path_factory) -> list[tuple[Path, list]]:
     out = []
     for old, new, plugin in SUITES:
-        out.append((plugin, scan_plugin(str(new), from_=str(old), plugin=plugin).findings))
+        out.append((plugin, scan_plugin(str(new), old=str(old), plugin=plugin).findings))
     variant = _variant(tmp_path_factory.mktemp("cov"), SUITES[0][2])
     out.append(
-        (variant, scan_plugin(str(SUITES[0][1]), from_=str(SUITES[0][0]), plugin=variant).findings)
+        (variant, scan_plugin(str(SUITES[0][1]), old=str(SUITES[0][0]), plugin=variant).findings)
     )
     return out
 

@@ -30,7 +30,7 @@ def test_exit_codes_and_json():
     res = run("scan-imports", "--plugin", PLUGIN, "--from", OLD, "--to", NEW, "--json")
     assert res.exit_code == 1
     doc = json.loads(res.stdout)
-    assert doc["schema_version"] == 2 and doc["upstream"]["to"]["version"] == "2.0.0"
+    assert doc["schema_version"] == 3 and doc["upstream"]["to"]["version"] == "2.0.0"
     assert {f["code"][:3] for f in doc["findings"]} <= {"RK0", "RK1"}
     assert doc["summary"]["findings"] == len(doc["findings"]) > 0
     clean = run("scan-signatures", "--plugin", PLUGIN, "--vllm", OLD, "--select", "RK21")

@@ -31,7 +31,7 @@ def _index(spec: str) -> CodeIndex:
 
 def _scan(**kw):
     return scan_plugin(
-        _index(NEW), from_=_index(OLD), plugin=PLUGIN, select=("RK0", "RK1", "RK2"), **kw
+        _index(NEW), old=_index(OLD), plugin=PLUGIN, select=("RK0", "RK1", "RK2"), **kw
     )
 
 
@@ -108,7 +108,7 @@ def test_suppressions_select_ignore():
 def test_syntax_error_does_not_stop_scan(tmp_path):
     result = scan_plugin(
         _index(NEW),
-        from_=_index(OLD),
+        old=_index(OLD),
         plugin=_broken_copy(tmp_path),
         patch_bases=("Patch",),
         select=("RK0", "RK1", "RK2"),

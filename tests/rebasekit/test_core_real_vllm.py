@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from rebasekit.findings import Drift
-from rebasekit.scan import as_index, scan_plugin
+from rebasekit.load import as_index
+from rebasekit.scan import scan_plugin
 
 pytestmark = pytest.mark.network
 REEXPORT = Path(__file__).parent / "fixtures" / "reexport_plugin" / "reexplug"
@@ -39,7 +40,7 @@ def test_lazy_export_resolves_to_definition(indexes):
 
 @pytest.mark.parametrize("new", ["0.27.0", "0.28.0"])
 def test_drift_runs_and_every_finding_points_at_real_code(indexes, new):
-    result = scan_plugin(indexes[new], from_=indexes["0.26.0"], select=OWN)
+    result = scan_plugin(indexes[new], old=indexes["0.26.0"], select=OWN)
     for f in result.findings:
         assert f.drift in (Drift.NEW, Drift.PREEXISTING)
         if f.upstream is not None:

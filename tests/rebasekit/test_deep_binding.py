@@ -7,8 +7,8 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rebasekit.drift.binding import CallShape, bind, drop_bound, params_of, shape_of_call
-from rebasekit.drift.shapes import return_shape
+from rebasekit.analysis.binding import CallShape, bind, drop_bound, params_of, shape_of_call
+from rebasekit.analysis.shapes import return_shape
 
 
 def _func(src: str) -> ast.FunctionDef:

@@ -11,7 +11,7 @@ from rebasekit.scan import scan_plugin
 
 @pytest.fixture(scope="module")
 def findings():
-    result = scan_plugin(str(NEW), from_=str(OLD), plugin=PLUGIN, select=["RK3", "RK4"])
+    result = scan_plugin(str(NEW), old=str(OLD), plugin=PLUGIN, select=["RK3", "RK4"])
     return result.findings
 
 
@@ -105,6 +105,6 @@ def test_rk403_rk404_forks(findings):
 
 
 def test_same_tree_has_no_deep_drift():
-    result = scan_plugin(str(OLD), from_=str(OLD), plugin=PLUGIN, select=["RK3", "RK4"])
+    result = scan_plugin(str(OLD), old=str(OLD), plugin=PLUGIN, select=["RK3", "RK4"])
     # at the pin the plugin was written for, only the undeclared fork remains
     assert {f.code for f in result.findings} == {"RK404"}

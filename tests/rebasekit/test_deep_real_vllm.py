@@ -7,11 +7,12 @@ import textwrap
 import pytest
 from cli_runner import StrictRunner as CliRunner
 
+from rebasekit.analysis.overrides import symbol_definition
+from rebasekit.analysis.parallel import find_twins
 from rebasekit.cli import app
-from rebasekit.drift.overrides import symbol_definition
-from rebasekit.drift.parallel import find_twins
 from rebasekit.findings import Drift
-from rebasekit.scan import as_index, scan_plugin
+from rebasekit.load import as_index
+from rebasekit.scan import scan_plugin
 
 pytestmark = pytest.mark.network
 V1_RUNNER = "vllm.v1.worker.gpu_model_runner.GPUModelRunner"
@@ -49,7 +50,7 @@ def test_copied_override_of_real_method(tmp_path, indexes):
     )
     result = scan_plugin(
         indexes["0.27.0"],
-        from_=indexes["0.26.0"],
+        old=indexes["0.26.0"],
         plugin=pkg,
         patch_bases=["ArcticPatch"],
         select=["RK4"],
@@ -95,7 +96,7 @@ def test_drift_between_two_pins_is_new_even_when_the_lock_pins_a_third(indexes):
     "preexisting" must not measure OLD against the lock's pin, or every 0.24.0 -> 0.26.0
     change would be reported as already present at 0.24.0.
     """
-    result = scan_plugin(indexes["0.26.0"], from_=indexes["0.24.0"], select=["RK402"])
+    result = scan_plugin(indexes["0.26.0"], old=indexes["0.24.0"], select=["RK402"])
     assert result.findings, (
         "the plugin wraps methods whose bodies changed between 0.24.0 and 0.26.0"
     )

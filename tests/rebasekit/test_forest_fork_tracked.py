@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import arctic_inference
-from rebasekit.scan import as_index, scan_plugin
+from rebasekit.load import as_index
+from rebasekit.scan import scan_plugin
 
 pytestmark = pytest.mark.network
 PLUGIN = Path(arctic_inference.__file__).parent
@@ -24,9 +25,7 @@ def _fork_findings(result):
 
 
 def test_upstream_drift_of_the_forked_backend_is_reported(indexes):
-    result = scan_plugin(
-        indexes["0.27.0"], from_=indexes["0.26.0"], plugin=PLUGIN, select=["RK403"]
-    )
+    result = scan_plugin(indexes["0.27.0"], old=indexes["0.26.0"], plugin=PLUGIN, select=["RK403"])
     [finding] = _fork_findings(result)
     changed = {c["qualname"]: c for c in finding.details["changes"]}
     # vLLM 0.27.0 changed FlashAttentionImpl.__init__, which the fork carries.
@@ -37,7 +36,7 @@ def test_upstream_drift_of_the_forked_backend_is_reported(indexes):
 
 def test_the_fork_is_quiet_at_its_own_pin(indexes):
     result = scan_plugin(
-        indexes["0.26.0"], from_=indexes["0.26.0"], plugin=PLUGIN, select=["RK403", "RK404"]
+        indexes["0.26.0"], old=indexes["0.26.0"], plugin=PLUGIN, select=["RK403", "RK404"]
     )
     assert _fork_findings(result) == []
     assert not [f for f in result.findings if f.code == "RK404" and f.plugin.path.endswith(FORK)]

@@ -21,7 +21,7 @@ def fixture_findings():
     return {
         f.plugin.path: f
         for f in scan_plugin(
-            str(NEW), from_=str(OLD), plugin=PLUGIN, select=["RK403", "RK404"]
+            str(NEW), old=str(OLD), plugin=PLUGIN, select=["RK403", "RK404"]
         ).findings
     }
 
@@ -90,7 +90,7 @@ def test_change_outside_the_forked_definitions_is_info(tmp_path: Path) -> None:
             )
         },
     )
-    (f,) = scan_plugin(str(NEW), from_=str(OLD), plugin=plugin, select=["RK403"]).findings
+    (f,) = scan_plugin(str(NEW), old=str(OLD), plugin=plugin, select=["RK403"]).findings
     assert f.severity is Severity.INFO
     assert f.message.endswith("align added; round_up changed — none of the forked definitions")
     assert f.suggestion == "bump the fork declaration to @1.1.0 after review"
@@ -100,7 +100,7 @@ def test_fork_of_a_file_upstream_removed(tmp_path: Path) -> None:
     plugin = make_plugin(
         tmp_path, {"gone.py": "# rebasekit: fork-of vllm/config.py@1.1.0\ndef f():\n    return 1\n"}
     )
-    (f,) = scan_plugin(str(OLD), from_=str(NEW), plugin=plugin, select=["RK403"]).findings
+    (f,) = scan_plugin(str(OLD), old=str(NEW), plugin=plugin, select=["RK403"]).findings
     assert f.severity is Severity.WARNING and f.plugin == Location("tp/gone.py", 1, None, None)
     assert f.message == "fork tp/gone.py: upstream vllm/config.py no longer exists at 1.0.0"
     assert f.suggestion == "find where its definitions moved (rebasekit scan-imports) and re-fork"
@@ -112,7 +112,7 @@ def test_fork_whose_recorded_base_cannot_be_read(tmp_path: Path) -> None:
         tmp_path,
         {"bad.py": "\n# rebasekit: fork-of vllm/nothere.py@1.1.0\ndef g():\n    return 1\n"},
     )
-    (f,) = scan_plugin(str(OLD), from_=str(NEW), plugin=plugin, select=["RK403"]).findings
+    (f,) = scan_plugin(str(OLD), old=str(NEW), plugin=plugin, select=["RK403"]).findings
     assert f.severity is Severity.WARNING
     assert f.plugin == Location("tp/bad.py", 2, None, None)  # the header's line
     assert (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rebasekit.drift.parallel import Selector, find_twins
+from rebasekit.analysis.parallel import Selector, find_twins
 from rebasekit.index import CodeIndex, FactsCache
 from rebasekit.upstream import open_tree
 

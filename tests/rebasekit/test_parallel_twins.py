@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rebasekit.drift.parallel import find_twins
+from rebasekit.analysis.parallel import find_twins
 from rebasekit.index import CodeIndex, FactsCache
 from rebasekit.upstream import open_tree
 

@@ -10,8 +10,8 @@ import ast
 
 import pytest
 
-from rebasekit.drift.merge import three_way
-from rebasekit.drift.shapes import ReturnShape, return_shape
+from rebasekit.analysis.merge import three_way
+from rebasekit.analysis.shapes import ReturnShape, return_shape
 
 
 def shape(source: str) -> ReturnShape:

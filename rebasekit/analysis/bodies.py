@@ -39,9 +39,14 @@ def _start(node: DefNode) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
-def definitions(source: str, *, nested: bool = True) -> dict[str, Definition]:
-    """Every top-level definition (and, with ``nested``, methods of classes) by qualname."""
-    tree = pyparse.parse(source)
+def definitions(
+    source: str, *, nested: bool = True, tree: ast.Module | None = None
+) -> dict[str, Definition]:
+    """Every top-level definition (and, with ``nested``, methods of classes) by qualname.
+
+    ``tree`` is ``source`` already parsed (the plugin corpus keeps one), else it is parsed.
+    """
+    tree = tree if tree is not None else pyparse.parse(source)
     lines = source.splitlines(keepends=True)
     out: dict[str, Definition] = {}
 

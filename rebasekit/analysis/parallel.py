@@ -15,9 +15,9 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from rebasekit.analysis.shapes import dotted
 from rebasekit.astutil import parse_text
 from rebasekit.datacodec import record
-from rebasekit.drift.shapes import dotted
 from rebasekit.index.cache import tree_memo
 
 _MAX_SITES = 5

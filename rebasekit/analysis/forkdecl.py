@@ -17,13 +17,12 @@ it is treated as a fork at the old pin and the header to add is suggested.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from types import MappingProxyType
 
-from rebasekit.corpus.locate import find_pyproject, rebasekit_config
-from rebasekit.drift.bodies import Definition, definitions, similarity
-from rebasekit.sourcefile import read_source_text
+from rebasekit.analysis.bodies import Definition, definitions, similarity
+from rebasekit.upstream import UpstreamTree
 
 HEADER_RE = re.compile(r"^#\s*rebasekit:\s*fork-of\s+(?P<path>[^\s@]+)@(?P<version>\S+)\s*$")
 _HEADER_LINES = 10
@@ -45,6 +44,17 @@ class ForkDecl:
         return f"# rebasekit: fork-of {self.upstream_path}@{self.version}"
 
 
+@dataclass(frozen=True)
+class ForkInputs:
+    """Declared forks and the upstream tree of every version they were recorded at.
+
+    ``trees`` maps a version to its tree, or to the one-line reason it could not be opened.
+    """
+
+    decls: tuple[ForkDecl, ...] = ()
+    trees: Mapping[str, UpstreamTree | str] = field(default_factory=lambda: MappingProxyType({}))
+
+
 def header_decl(relpath: str, text: str) -> ForkDecl | None:
     """The fork header of one plugin file, if its first lines carry one."""
     for i, line in enumerate(text.splitlines()[:_HEADER_LINES], start=1):
@@ -52,35 +62,6 @@ def header_decl(relpath: str, text: str) -> ForkDecl | None:
         if m:
             return ForkDecl(relpath, m["path"], m["version"], "header", i)
     return None
-
-
-def declared_forks(root: Path, relpaths: Iterable[str]) -> list[ForkDecl]:
-    """Forks declared by headers in ``relpaths`` or in the project's pyproject table.
-
-    ``root`` is the folder containing the plugin package (paths are relative to it).
-    """
-    out: dict[str, ForkDecl] = {}
-    for rel in relpaths:
-        try:
-            decl = header_decl(rel, read_source_text(root / rel))
-        except OSError:
-            continue
-        if decl:
-            out[rel] = decl
-    pyproject = find_pyproject(root)
-    table = rebasekit_config(pyproject).get("forks", {}) if pyproject else {}
-    if isinstance(table, dict) and pyproject is not None:
-        for key, value in table.items():
-            if not isinstance(value, str) or "@" not in value:
-                continue
-            path, _, version = value.rpartition("@")
-            absolute = (pyproject.parent / key).resolve()
-            try:
-                rel = absolute.relative_to(root.resolve()).as_posix()
-            except ValueError:
-                continue
-            out.setdefault(rel, ForkDecl(rel, path, version, "pyproject"))
-    return sorted(out.values(), key=lambda d: d.plugin_relpath)
 
 
 @dataclass

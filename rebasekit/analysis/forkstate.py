@@ -7,19 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rebasekit.corpus.models import PluginCorpus
-from rebasekit.drift.bodies import definitions
-from rebasekit.drift.forks import (
+from rebasekit.analysis.bodies import definitions
+from rebasekit.analysis.forkdecl import (
     ForkCandidate,
     ForkDecl,
     ForkDrift,
-    declared_forks,
+    ForkInputs,
     detect_fork,
     fork_drift,
 )
-from rebasekit.errors import RebasekitError
+from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
-from rebasekit.upstream import UpstreamTree, open_tree
+from rebasekit.upstream import UpstreamTree
 
 
 @dataclass
@@ -37,15 +36,6 @@ def plugin_text(corpus: PluginCorpus, relpath: str) -> str | None:
         return corpus.source_text(relpath)
     except OSError:
         return None
-
-
-def tree_at(version: str, *known: CodeIndex | None) -> UpstreamTree:
-    """The upstream tree of ``version``: one of the open trees if it matches, else fetched."""
-    for idx in known:
-        if idx is not None and idx.tree.version == version:
-            return idx.tree
-    package = next((i.tree.package for i in known if i is not None), "vllm")
-    return open_tree(version, package)
 
 
 def _read(tree: UpstreamTree, path: str) -> str | None:
@@ -83,19 +73,25 @@ def undeclared_forks(
     return out
 
 
-def fork_states(corpus: PluginCorpus, base: CodeIndex | None, new: CodeIndex) -> list[ForkState]:
-    """Every declared fork, then every detected one (recorded at ``base``), with its drift at ``new``."""
+def fork_states(
+    corpus: PluginCorpus, forks: ForkInputs, base: CodeIndex | None, new: CodeIndex
+) -> list[ForkState]:
+    """Every declared fork, then every detected one (recorded at ``base``), with its drift at ``new``.
+
+    ``forks`` holds the declarations and the tree of each recorded version, opened by
+    the caller (:func:`rebasekit.load.load_forks`): nothing is read from the network here.
+    """
     states: list[ForkState] = []
-    decls = declared_forks(corpus.root, [f.relpath for f in corpus.files])
+    decls = forks.decls
     for decl in decls:
         ours = plugin_text(corpus, decl.plugin_relpath) or ""
-        try:
-            base_tree = tree_at(decl.version, base, new)
+        base_tree = forks.trees[decl.version]
+        if isinstance(base_tree, str):
+            base_text, error = None, base_tree
+        else:
             base_text, error = _read(base_tree, decl.upstream_path), None
             if base_text is None:
                 error = f"{decl.upstream_path} does not exist at {decl.version}"
-        except RebasekitError as exc:
-            base_text, error = None, exc.message
         drift = (
             fork_drift(decl, ours, base_text, _read(new.tree, decl.upstream_path))
             if base_text is not None

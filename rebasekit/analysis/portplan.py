@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from rebasekit.analysis.bodies import unified
+from rebasekit.analysis.forkdecl import HEADER_RE, ForkInputs
+from rebasekit.analysis.forkstate import fork_states
+from rebasekit.analysis.merge import three_way
+from rebasekit.analysis.overrides import override_drifts
 from rebasekit.corpus.models import PluginCorpus
-from rebasekit.drift.bodies import unified
-from rebasekit.drift.forks import HEADER_RE
-from rebasekit.drift.forkscan import fork_states
-from rebasekit.drift.merge import three_way
-from rebasekit.drift.overrides import override_drifts
 from rebasekit.index import CodeIndex
 
 
@@ -81,8 +81,8 @@ def locate_function(source: str, class_name: str, func_name: str) -> tuple[int, 
     return found[-1] if found else None
 
 
-def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> PortPlan:
-    """Merge every drifted copy; nothing is written here (see :func:`apply_plan`)."""
+def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex, forks: ForkInputs) -> PortPlan:
+    """Merge every drifted copy; nothing is written here (``commands/portwrite.py`` writes)."""
     plan = PortPlan()
     labels = ("plugin", f"upstream {base.tree.version}", f"upstream {new.tree.version}")
     for od in override_drifts(corpus, base, new):
@@ -121,7 +121,7 @@ def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> PortPlan
                 od.new_def.source,
             )
         )
-    for state in fork_states(corpus, base, new):
+    for state in fork_states(corpus, forks, base, new):
         d = state.decl
         if state.drift is None or state.base_text is None or state.drift.missing_upstream:
             if state.base_error or (state.drift and state.drift.missing_upstream):

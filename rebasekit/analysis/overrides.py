@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from rebasekit.analysis.bodies import Definition, changed_lines, definitions, similarity, unified
 from rebasekit.corpus.models import PatchClass, PluginCorpus
-from rebasekit.drift.bodies import Definition, changed_lines, definitions, similarity, unified
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.cache import tree_memo
 
@@ -50,10 +50,11 @@ def symbol_definition(sym: Symbol) -> Definition | None:
 
 
 def plugin_definitions(corpus: PluginCorpus, relpath: str) -> dict[str, Definition]:
-    try:
-        return definitions(corpus.source_text(relpath))
-    except (OSError, SyntaxError):
+    """Definitions of one plugin file, from the corpus's text and syntax tree."""
+    module = corpus.module(relpath)
+    if module is None:
         return {}
+    return definitions(corpus.source_text(relpath), tree=module)
 
 
 def override_member(

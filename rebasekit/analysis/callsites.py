@@ -11,11 +11,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from rebasekit.analysis.binding import BindResult, bind, shape_of_call
+from rebasekit.analysis.defnodes import call_params, def_node
+from rebasekit.analysis.shapes import ReturnShape, dotted, return_shape, unpack_targets
 from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall
-from rebasekit.drift.astcache import parse_text
-from rebasekit.drift.binding import BindResult, bind, shape_of_call
-from rebasekit.drift.shapes import ReturnShape, dotted, return_shape, unpack_targets
-from rebasekit.drift.upstream import call_params, def_node
 from rebasekit.index import CodeIndex, Symbol
 
 
@@ -29,10 +28,8 @@ class CallSite:
 
 
 def plugin_module(corpus: PluginCorpus, relpath: str) -> ast.Module | None:
-    try:
-        return parse_text(corpus.source_text(relpath))
-    except OSError:
-        return None
+    """The corpus's syntax tree of one plugin file (parsed once, at extraction)."""
+    return corpus.module(relpath)
 
 
 def _import_map(corpus: PluginCorpus, relpath: str) -> dict[str, str]:
@@ -150,7 +147,7 @@ def check_binding(site: CallSite, index: CodeIndex) -> BindCheck | None:
     if found is None:
         return None
     params, source = found
-    from rebasekit.drift.binding import CallShape
+    from rebasekit.analysis.binding import CallShape
 
     c = site.call
     shape = CallShape(c.positional, tuple(c.keywords), c.star_args, c.star_kwargs)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from rebasekit.analysis.defnodes import def_node
+from rebasekit.analysis.shapes import AttrValue, self_assignments
+from rebasekit.corpus.extract import ORIG_PREFIX
 from rebasekit.corpus.models import PatchClass, PluginCorpus
-from rebasekit.drift.astcache import parse_text
-from rebasekit.drift.shapes import AttrValue, self_assignments
-from rebasekit.drift.upstream import def_node
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.cache import tree_memo
 
@@ -32,7 +32,7 @@ class AttrUse:
 def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
     """Names the patch itself provides: its attributes and every ``self.X = ...`` it makes."""
     names = {a.name for a in patch.attributes}
-    node = _patch_node(corpus, patch)
+    node = corpus.class_node(patch)
     if node is not None:
         for func in node.body:
             if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -40,63 +40,28 @@ def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
     return names
 
 
-def _patch_node(corpus: PluginCorpus, patch: PatchClass) -> ast.ClassDef | None:
-    try:
-        module = parse_text(corpus.source_text(patch.relpath))
-    except OSError:
-        return None
-    if module is None:
-        return None
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.ClassDef)
-            and node.name == patch.name
-            and node.lineno == patch.lineno
-        ):
-            return node
-    for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef) and node.name == patch.name:
-            return node
-    return None
-
-
 def attribute_uses(corpus: PluginCorpus, patch: PatchClass) -> list[AttrUse]:
-    """``self.X`` reads in the patch's methods that the patch does not provide itself."""
-    own = patch_own_names(corpus, patch)
-    node = _patch_node(corpus, patch)
-    if node is None:
+    """``self.X`` reads in the patch's methods that the patch does not provide itself.
+
+    The reads are the corpus's (:attr:`PatchClass.self_reads`, recorded at extraction);
+    per attribute, the first read wins and the accessors of every read are kept.
+    """
+    if corpus.class_node(patch) is None:
         return []
+    own = patch_own_names(corpus, patch)
     uses: dict[str, AttrUse] = {}
-    for func in node.body:
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or not func.args.args:
+    for read in patch.self_reads:
+        attr = read.attr
+        if (
+            attr in own
+            or attr.startswith(ORIG_PREFIX)
+            or (attr.startswith("__") and attr.endswith("__"))
+        ):
             continue
-        self_name = func.args.args[0].arg
-        parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
-        for sub in ast.walk(func):
-            if not (
-                isinstance(sub, ast.Attribute)
-                and isinstance(sub.ctx, ast.Load)
-                and isinstance(sub.value, ast.Name)
-                and sub.value.id == self_name
-            ):
-                continue
-            if (
-                sub.attr in own
-                or sub.attr.startswith("_orig_")
-                or (sub.attr.startswith("__") and sub.attr.endswith("__"))
-            ):
-                continue
-            use = uses.get(sub.attr)
-            if use is None or sub.lineno < use.line:
-                old_acc = use.accessors if use else []
-                use = uses[sub.attr] = AttrUse(sub.attr, sub.lineno, func.name, old_acc)
-            parent = parents.get(id(sub))
-            if (
-                isinstance(parent, ast.Attribute)
-                and parent.value is sub
-                and parent.attr not in use.accessors
-            ):
-                use.accessors.append(parent.attr)
+        use = uses.get(attr)
+        if use is None or read.lineno < use.line:
+            use = uses[attr] = AttrUse(attr, read.lineno, read.method, use.accessors if use else [])
+        use.accessors += [a for a in read.accessors if a not in use.accessors]
     return sorted(uses.values(), key=lambda u: u.line)
 
 

@@ -1,0 +1,606 @@
+"""One record type per finding code: the facts a check found, before they become prose.
+
+A check builds a record (``RK303(patch=..., attribute=...)``) instead of a sentence. The
+record declares which of its fields *identify* it (:func:`ident`): the same finding at
+OLD and at NEW has the same identity, whatever the trees' versions or line numbers, so
+drift is classified from these fields and not from message text. ``explain(style)``
+words it for one output: the plain styles (terminal text, JSON, SARIF ``text``) share
+one wording; markdown (SARIF ``markdown``, the runbook) sets code names as code spans.
+
+:class:`~rebasekit.findings.Finding` stays the wire shape: a finding carries the
+record, its wording in plain text and, in ``details``, the record's fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rebasekit import codes as _codes
+from rebasekit.findings import Finding, Location, Severity
+
+Quote = Callable[[str], str]
+
+
+class Style(str, enum.Enum):
+    """The outputs a record is worded for."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
+    MARKDOWN = "markdown"
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+def _code_span(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def quote_for(style: Style) -> Quote:
+    """How code names are set in ``style``: as they are, or as markdown code spans."""
+    return _code_span if style is Style.MARKDOWN else _plain
+
+
+def ident(**kwargs: Any) -> Any:
+    """A dataclass field that is part of the record's identity across trees."""
+    return field(metadata={"identity": True}, **kwargs)
+
+
+RECORDS: dict[str, type[Record]] = {}
+
+
+@dataclass(frozen=True)
+class Record:
+    """The facts of one finding; subclasses set ``code`` and declare their fields."""
+
+    code: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("code"):
+            if cls.code in RECORDS:
+                raise ValueError(f"two record types for {cls.code}")
+            RECORDS[cls.code] = cls
+
+    @classmethod
+    def identity_fields(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("identity"))
+
+    def identity(self) -> tuple[Any, ...]:
+        """The values that make this the same finding at OLD and at NEW."""
+        return tuple(_hashable(getattr(self, name)) for name in self.identity_fields())
+
+    @property
+    def subject(self) -> str:
+        """What the finding is about, as one string (kept in ``details.subject``)."""
+        return "|".join(str(v) for v in self.identity())
+
+    def wording(self, q: Quote) -> str:
+        raise NotImplementedError
+
+    def explain(self, style: Style = Style.TEXT) -> str:
+        return self.wording(quote_for(Style(style)))
+
+    def details(self) -> dict[str, Any]:
+        """The record's fields for the JSON report, plus ``subject``."""
+        data = {f.name: _plain_data(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        data["subject"] = self.subject
+        return data
+
+
+def finding_of(
+    record: Record,
+    *,
+    plugin: Location | None = None,
+    upstream: Location | None = None,
+    suggestion: str | None = None,
+    severity: Severity | None = None,
+) -> Finding:
+    """The wire-shape :class:`Finding` of ``record``, with its code's severity unless overridden."""
+    return Finding(
+        code=record.code,
+        severity=severity or _codes.get(record.code).severity,
+        message=record.explain(Style.TEXT),
+        plugin=plugin,
+        upstream=upstream,
+        suggestion=suggestion,
+        details=record.details(),
+        record=record,
+    )
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def _plain_data(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain_data(v) for v in value]
+    return value
+
+
+def _guard_note(guard: str | None) -> str:
+    return {
+        "type_checking": " (under TYPE_CHECKING)",
+        "try": " (inside try/except ImportError)",
+    }.get(guard or "", "")
+
+
+# -- RK0xx: input and meta ------------------------------------------------------------
+@dataclass(frozen=True)
+class PluginSyntaxError(Record):
+    code: ClassVar[str] = "RK001"
+    file: str = ident()
+    error: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return f"{q(self.file)} does not parse: {self.error}; the file was skipped"
+
+
+@dataclass(frozen=True)
+class PatchTargetUnresolved(Record):
+    code: ClassVar[str] = "RK002"
+    target_expr: str = ident()
+    patch: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return f"target '{q(self.target_expr)}' of {q(self.patch)} is not an imported upstream name"
+
+
+@dataclass(frozen=True)
+class UnusedSuppression(Record):
+    code: ClassVar[str] = "RK003"
+    codes: tuple[str, ...] = ident()
+
+    @property
+    def subject(self) -> str:
+        return ",".join(self.codes)
+
+    def wording(self, q: Quote) -> str:
+        return f"suppression of {', '.join(self.codes) or 'nothing'} matches no finding"
+
+
+# -- RK1xx: imports -------------------------------------------------------------------
+@dataclass(frozen=True)
+class _ImportRecord(Record):
+    target: str = ident()  # the dotted name imported (``vllm.x.Name`` or the module)
+    module: str = ""
+    guard: str | None = None  # "type_checking" | "try" | None
+
+
+@dataclass(frozen=True)
+class ImportModuleMissing(_ImportRecord):
+    code: ClassVar[str] = "RK101"
+    tree: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return f"module {q(self.module)} does not exist in {self.tree}{_guard_note(self.guard)}"
+
+
+@dataclass(frozen=True)
+class ImportSymbolMissing(_ImportRecord):
+    code: ClassVar[str] = "RK102"
+    name: str = ""
+    tree: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.module)} has no name {q(self.name)} in {self.tree}{_guard_note(self.guard)}"
+        )
+
+
+@dataclass(frozen=True)
+class ImportSymbolMoved(_ImportRecord):
+    code: ClassVar[str] = "RK103"
+    name: str = ""
+    moved_to: str = ""  # qualname of the definition found elsewhere
+    new_module: str = ""
+    also_in: tuple[str, ...] = ()  # other modules defining the name
+
+    def wording(self, q: Quote) -> str:
+        others = (
+            f" (also defined in {', '.join(q(m) for m in self.also_in)})" if self.also_in else ""
+        )
+        return (
+            f"{q(self.name)} is no longer in {q(self.module)}; it is defined in "
+            f"{q(self.new_module)}{others}{_guard_note(self.guard)}"
+        )
+
+
+@dataclass(frozen=True)
+class ImportSymbolRenamed(_ImportRecord):
+    code: ClassVar[str] = "RK104"
+    name: str = ""
+    renamed_to: str = ""  # qualname of the renamed definition
+    new_name: str = ""
+    defined_at: str = ""  # ``path:line`` in NEW
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.name)} from {q(self.module)} was renamed to {q(self.new_name)} "
+            f"(same body shape, defined at {self.defined_at}){_guard_note(self.guard)}"
+        )
+
+
+@dataclass(frozen=True)
+class ImportSymbolDeleted(_ImportRecord):
+    code: ClassVar[str] = "RK105"
+    name: str = ""
+    defined_at: str = ""  # ``path:line`` in OLD
+    old_tree: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.name)} was deleted from {q(self.module)} (it was defined at "
+            f"{self.defined_at} in {self.old_tree}){_guard_note(self.guard)}"
+        )
+
+
+# -- RK2xx: targets, overrides, aliases -----------------------------------------------
+@dataclass(frozen=True)
+class PatchTargetMissing(Record):
+    code: ClassVar[str] = "RK201"
+    target: str = ident()
+    tree: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return f"patch target {q(self.target)} does not exist in {self.tree}"
+
+
+@dataclass(frozen=True)
+class PatchTargetMoved(Record):
+    code: ClassVar[str] = "RK202"
+    target: str = ident()
+    moved_to: str = ""  # the module (a module target) or the class's new qualname
+    name: str | None = None  # the class name (None when the target is a module)
+    new_module: str = ""
+
+    def wording(self, q: Quote) -> str:
+        if self.name is None:
+            return f"patch target module {q(self.target)} moved to {q(self.moved_to)}"
+        return (
+            f"patch target {q(self.target)} is gone; {q(self.name)} is now defined in "
+            f"{q(self.new_module)}"
+        )
+
+
+@dataclass(frozen=True)
+class OverrideTargetRemoved(Record):
+    code: ClassVar[str] = "RK203"
+    attr: str = ident()
+    patch: str = ""
+    replaced: str = ""  # qualname the override replaced at OLD
+    old_tree: str = ""
+    target: str = ""  # the target class at NEW
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.patch + '.' + self.attr)} replaced {q(self.replaced)} in {self.old_tree}; "
+            f"{q(self.target)} no longer has {q(self.attr)}"
+        )
+
+
+@dataclass(frozen=True)
+class _SignatureMismatch(Record):
+    attr: str = ident()
+    param: str = ident()
+    patch: str = ""
+    upstream: str = ""  # qualname of the upstream definition
+    problem: str = ""
+    upstream_signature: str = ""
+    override_signature: str = ""
+
+    @property
+    def subject(self) -> str:
+        return f"{self.attr}:{self.param}"
+
+    def wording(self, q: Quote) -> str:
+        return f"{q(self.patch + '.' + self.attr)} vs {q(self.upstream)}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class SignatureParamsMissing(_SignatureMismatch):
+    code: ClassVar[str] = "RK210"
+
+
+@dataclass(frozen=True)
+class SignatureParamsExtra(_SignatureMismatch):
+    code: ClassVar[str] = "RK211"
+
+
+@dataclass(frozen=True)
+class SignatureParamRenamed(_SignatureMismatch):
+    code: ClassVar[str] = "RK212"
+
+
+@dataclass(frozen=True)
+class SignatureParamKind(_SignatureMismatch):
+    code: ClassVar[str] = "RK213"
+
+
+@dataclass(frozen=True)
+class SignatureDefaults(_SignatureMismatch):
+    code: ClassVar[str] = "RK214"
+
+
+@dataclass(frozen=True)
+class SignatureAnnotations(_SignatureMismatch):
+    code: ClassVar[str] = "RK215"
+
+
+@dataclass(frozen=True)
+class OverrideKindChanged(Record):
+    code: ClassVar[str] = "RK216"
+    attr: str = ident()
+    patch: str = ""
+    own_kind: str = ""
+    upstream_kind: str = ""
+    upstream: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.attr)} is a {self.own_kind} in {q(self.patch)} but a {self.upstream_kind} "
+            f"upstream ({q(self.upstream)})"
+        )
+
+
+@dataclass(frozen=True)
+class OrigAliasMissing(Record):
+    code: ClassVar[str] = "RK220"
+    alias: str = ident()
+    patch: str = ""
+    attr: str = ""
+    target: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.patch + '.' + self.alias)} captures {q(self.attr)}, which "
+            f"{q(self.target)} no longer has"
+        )
+
+
+# -- RK3xx: calls, returns, attributes ------------------------------------------------
+@dataclass(frozen=True)
+class CallNoLongerBinds(Record):
+    code: ClassVar[str] = "RK301"
+    callee_expr: str = ident()  # the callee as the plugin names it
+    positional: int = ident()
+    keywords: tuple[str, ...] = ident()
+    callee: str = ""  # qualname it resolves to at NEW
+    call_kind: str = "call"  # "constructor" | "orig" | "super" | "call"
+    via: str | None = None  # the ``_orig_`` alias called through
+    tree: str = ""
+    problems: tuple[str, ...] = ()
+    upstream_signature: str = ""
+    old_signature: str | None = None
+    moved_to: str | None = None  # where upstream makes the call now
+
+    @property
+    def subject(self) -> str:
+        return f"{self.callee_expr}|{self.positional}|{','.join(self.keywords)}"
+
+    def _what(self, q: Quote) -> str:
+        if self.call_kind == "constructor":
+            name = self.callee.rsplit(".", 1)[-1]
+            return f"constructor call {q(name + '(...)')} ({q(self.callee + '.__init__')})"
+        if self.call_kind == "orig":
+            return f"call through {q(self.via or '')} to {q(self.callee)}"
+        if self.call_kind == "super":
+            return f"super() call to {q(self.callee)}"
+        return f"call to {q(self.callee)}"
+
+    def wording(self, q: Quote) -> str:
+        text = (
+            f"{self._what(q)} no longer binds at {self.tree}: {'; '.join(self.problems)}; "
+            f"it now takes {q(self.upstream_signature)}"
+        )
+        return text + (f" (was {q(self.old_signature)})" if self.old_signature else "")
+
+
+@dataclass(frozen=True)
+class UnpackingMismatch(Record):
+    code: ClassVar[str] = "RK302"
+    callee_expr: str = ident()
+    arity: int = ident()
+    callee: str = ""
+    tree: str = ""
+    returns: str = ""
+    old_tree: str | None = None
+    old_returns: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        text = (
+            f"unpacks {q(self.callee + '(...)')} into {self.arity} names, but at {self.tree} "
+            f"it returns {self.returns}"
+        )
+        if self.old_returns is not None:
+            text += f" (at {self.old_tree}: {self.old_returns})"
+        return text
+
+
+@dataclass(frozen=True)
+class AttributeGone(Record):
+    code: ClassVar[str] = "RK303"
+    target: str = ident()  # the patch target class
+    attribute: str = ident()
+    patch: str = ""
+    method: str = ""  # the override that reads it
+    cls: str = ""  # qualname of the class at NEW
+    tree: str = ""
+    old_version: str | None = None
+    old_where: str | None = None  # the method that assigned it at the base
+    old_value: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"{self.target}.{self.attribute}"
+
+    def wording(self, q: Quote) -> str:
+        was = (
+            f"; at {self.old_version} {q(self.old_where or '')} assigned it from `{self.old_value}`"
+            if self.old_value is not None
+            else ""
+        )
+        return (
+            f"{q(self.patch + '.' + self.method)} reads {q('self.' + self.attribute)}, but "
+            f"{q(self.cls)} (with its bases) no longer assigns or defines {q(self.attribute)} "
+            f"at {self.tree}{was}"
+        )
+
+
+@dataclass(frozen=True)
+class AttributeKindChanged(Record):
+    code: ClassVar[str] = "RK304"
+    target: str = ident()
+    attribute: str = ident()
+    patch: str = ""
+    method: str = ""
+    cls: str = ""  # the class's short name
+    accessors: tuple[str, ...] = ()  # ``gpu`` for ``self.X.gpu``
+    new_kind: str = ""
+    new_value: str = ""
+    new_where: str = ""
+    old_kind: str = ""
+    old_value: str = ""
+    old_where: str = ""
+    old_version: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"{self.target}.{self.attribute}"
+
+    def wording(self, q: Quote) -> str:
+        uses = ", ".join(q("." + a) for a in self.accessors)
+        return (
+            f"{q(self.patch + '.' + self.method)} reads {q('self.' + self.attribute)}"
+            f"{' (uses ' + uses + ')' if uses else ''}; {q(self.cls)} now assigns it "
+            f"{self.new_kind} (`{self.new_value}` in {q(self.new_where)}) instead of "
+            f"{self.old_kind} (`{self.old_value}` in {q(self.old_where)} at {self.old_version})"
+        )
+
+
+# -- RK4xx: bypassed and mirrored code ------------------------------------------------
+@dataclass(frozen=True)
+class ParallelImplementation(Record):
+    code: ClassVar[str] = "RK401"
+    target: str = ident()  # the patched class (as the plugin names it)
+    twin: str = ident()  # qualname of the parallel class
+    patched: str = ""  # the patched class's qualname
+    patch: str = ""
+    twin_path: str = ""
+    overridden: tuple[str, ...] = ()
+    shared_members: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()  # each selecting switch, rendered
+    selectors: tuple[dict[str, Any], ...] = ()
+
+    def wording(self, q: Quote) -> str:
+        if self.switches:
+            how = "; ".join(self.switches)
+        else:
+            how = f"no selecting switch found, but it defines {', '.join(self.shared_members)} too"
+        overridden = ", ".join(self.overridden) or "nothing"
+        return (
+            f"{q(self.patched)} (patched by {q(self.patch)}) has a parallel implementation "
+            f"{q(self.twin)} in {self.twin_path}; configurations that use it bypass the patch "
+            f"({overridden} never run there). {how}"
+        )
+
+
+@dataclass(frozen=True)
+class BaseBodyChanged(Record):
+    code: ClassVar[str] = "RK402"
+    upstream: str = ident()  # qualname of the upstream definition at NEW
+    patch: str = ""
+    attribute: str = ""
+    relation: str = ""  # "copies" | "wraps" | "replaces"
+    base_version: str | None = None
+    new_version: str | None = None
+    removed: int = 0
+    added: int = 0
+    mirrors: bool = False
+    similarity: float = 0.0
+    diff: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.patch + '.' + self.attribute)} {self.relation} {q(self.upstream)}, whose body "
+            f"changed upstream between {self.base_version} and {self.new_version} "
+            f"(-{self.removed}/+{self.added} lines)"
+        )
+
+
+@dataclass(frozen=True)
+class ForkDrifted(Record):
+    code: ClassVar[str] = "RK403"
+    upstream_path: str = ident()
+    state: str = ident()  # "unreadable" (recorded base) | "gone" (at NEW) | "changed"
+    changed: tuple[str, ...] = ident(default=())  # qualnames that changed (state "changed")
+    fork: str = ""  # the plugin file
+    version: str = ""  # the recorded version
+    new_version: str = ""
+    reason: str | None = None  # why the recorded base could not be read
+    changes: tuple[dict[str, Any], ...] = ()  # {"qualname", "status", "forked"}
+    module_level_changed: bool = False
+    diffs: dict[str, str] = field(default_factory=dict)
+    declared_by: str | None = None
+
+    @property
+    def subject(self) -> str:
+        if self.state == "unreadable":
+            return f"{self.upstream_path}|base"
+        if self.state == "gone":
+            return f"{self.upstream_path}|gone"
+        return f"{self.upstream_path}|{','.join(self.changed)}"
+
+    def wording(self, q: Quote) -> str:
+        if self.state == "unreadable":
+            return f"fork {q(self.fork)}: cannot read the recorded upstream ({self.reason})"
+        if self.state == "gone":
+            return (
+                f"fork {q(self.fork)}: upstream {q(self.upstream_path)} no longer exists at "
+                f"{self.new_version}"
+            )
+        groups = "; ".join(
+            f"{q(c['qualname'])} {c['status']}" + (" [forked]" if c["forked"] else "")
+            for c in self.changes
+        )
+        if self.module_level_changed:
+            groups += ("; " if groups else "") + "module-level code changed"
+        forked = [c["qualname"] for c in self.changes if c["forked"]]
+        tail = (
+            f" — {len(forked)} forked definition(s) affected: {', '.join(q(n) for n in forked)}"
+            if forked
+            else " — none of the forked definitions"
+        )
+        return (
+            f"fork {q(self.fork)} of {q(self.upstream_path + '@' + self.version)}: upstream "
+            f"changed by {self.new_version}: {groups}{tail}"
+        )
+
+
+@dataclass(frozen=True)
+class UndeclaredFork(Record):
+    code: ClassVar[str] = "RK404"
+    upstream_path: str = ident()
+    fork: str = ""  # the plugin file
+    version: str = ""
+    shared: tuple[str, ...] = ()
+    similar: tuple[str, ...] = ()
+    declaration: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.fork)} copies {q(self.upstream_path)} ({len(self.similar)} of "
+            f"{len(self.shared)} shared definitions alike: {', '.join(self.similar)}) but "
+            f"declares no fork; treated as a fork at {self.version}"
+        )
