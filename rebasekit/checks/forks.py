@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
+from rebasekit.drift.bodies import unified
 from rebasekit.drift.forkscan import ForkState, fork_states
 from rebasekit.findings import Finding, Location, Severity
 
@@ -70,8 +71,6 @@ def _drifted(ctx: ScanContext, state: ForkState) -> Iterator[Finding]:
     if drift.module_level_changed:
         groups += ("; " if groups else "") + "module-level code changed"
     diffs = {}
-    from rebasekit.drift.bodies import unified
-
     for c in drift.changes:
         diffs[c.qualname] = unified(
             c.old.source if c.old else "",

@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from rebasekit.codes import CODES
 from rebasekit.findings import Finding
 
 CheckFunc = Callable[..., Iterable[Finding]]
@@ -30,8 +31,6 @@ def register_check(
     codes: Iterable[str], name: str | None = None
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register ``func`` as a check emitting ``codes`` (each must be defined in codes.py)."""
-    from rebasekit.codes import CODES
-
     code_tuple = tuple(codes)
     unknown = [c for c in code_tuple if c not in CODES]
     if unknown:

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rebasekit.codes import CODES
 from rebasekit.errors import InputError, RebasekitError
 
 PluginOpt = Annotated[
@@ -189,8 +190,6 @@ def gate(degradations, allow_incomplete: bool, *, writes: bool = True) -> None:
 
 def known_codes_check(values: tuple[str, ...], option: str) -> tuple[str, ...]:
     """Refuse ``--select``/``--ignore`` values that are no code or code prefix (exit 2)."""
-    from rebasekit.codes import CODES
-
     unknown = [v for v in values if not any(code.startswith(v) for code in CODES)]
     if unknown:
         raise InputError(

@@ -33,9 +33,11 @@ from rebasekit.corpus.lock import (
     read_lock,
 )
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, UnreadablePin, pin_from_pyproject
+from rebasekit.history.pins import pin_in
+from rebasekit.history.settings import history_settings
 from rebasekit.index import CodeIndex
 from rebasekit.scan import load_corpus
+from rebasekit.settings import load_project
 from rebasekit.upstream import open_tree
 
 TreeOpt = Annotated[
@@ -57,17 +59,8 @@ LockOpt = Annotated[
 def _pin_spec(corpus, vllm: str | None) -> str:
     if vllm:
         return vllm
-    pyproject = project_root(corpus) / "pyproject.toml"
-    try:
-        pin = (
-            pin_from_pyproject(pyproject.read_text(encoding="utf-8"), PinSource())
-            if pyproject.is_file()
-            else None
-        )
-    except (UnreadablePin, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"{pyproject} is not valid TOML ({exc})", hint="fix its syntax, or pass --vllm X.Y.Z"
-        ) from None
+    project = load_project(project_root(corpus))
+    pin = pin_in(project.project, history_settings(project).pin)
     if not pin:
         raise InputError(
             "no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",

@@ -17,11 +17,13 @@ from rebasekit.commands._common import (
 )
 from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
-from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
+from rebasekit.runbook.project import changed_since, entry_point, plugin_name
 from rebasekit.runbook.render import to_markdown
 from rebasekit.runbook.results import load_results
 from rebasekit.runbook.serving import MODEL_PLACEHOLDER
 from rebasekit.runbook.testmap import scan_tests
+from rebasekit.scan import scan_plugin
+from rebasekit.settings import load_project
 
 HELP = (
     "Write the validation plan for moving the plugin from vLLM OLD to NEW.\n\n"
@@ -76,16 +78,14 @@ def runbook_cmd(
     if write:
         check_replaceable(write, "--write", force)
     root = project.resolve()
-    data = read_pyproject(root)
-    name = plugin_name(data, plugin)
+    declared = load_project(root)
+    name = plugin_name(declared, plugin)
     if not (root / name.replace(".", "/")).is_dir():
         raise InputError(f"plugin package {name!r} not found under {root}")
-    from rebasekit.scan import scan_plugin
-
     result = scan_plugin(new, from_=old, plugin=root / name.replace(".", "/"))
     gate(result.degradations, allow_incomplete)  # a plan built on a partial scan would miss risks
     changed = changed_since(root, since, name) if since else []
-    settings = Settings(name, entry_point(data), _parse_env(env), model=model)
+    settings = Settings(name, entry_point(declared), _parse_env(env), model=model)
     book = build_runbook(
         old, new, result.findings, changed, scan_tests(root, tests, name), settings
     )

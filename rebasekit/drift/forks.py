@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebasekit.corpus.locate import find_pyproject, rebasekit_config
+from rebasekit.corpus.locate import configured_forks
 from rebasekit.drift.bodies import Definition, definitions, similarity
 from rebasekit.sourcefile import read_source_text
 
@@ -67,14 +67,12 @@ def declared_forks(root: Path, relpaths: Iterable[str]) -> list[ForkDecl]:
             continue
         if decl:
             out[rel] = decl
-    pyproject = find_pyproject(root)
-    table = rebasekit_config(pyproject).get("forks", {}) if pyproject else {}
-    if isinstance(table, dict) and pyproject is not None:
+    configured = configured_forks(root)
+    if configured is not None:
+        project_root, table = configured
         for key, value in table.items():
-            if not isinstance(value, str) or "@" not in value:
-                continue
             path, _, version = value.rpartition("@")
-            absolute = (pyproject.parent / key).resolve()
+            absolute = (project_root / key).resolve()
             try:
                 rel = absolute.relative_to(root.resolve()).as_posix()
             except ValueError:

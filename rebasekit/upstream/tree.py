@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rebasekit.degradation import Degradation
+from rebasekit.errors import GitRefError
+from rebasekit.gitref import verify_commit
 from rebasekit.sourcefile import (
     MAX_SOURCE_BYTES,
     SkippedFile,
@@ -177,9 +179,6 @@ class GitTree(UpstreamTree):
     def __init__(self, repo_path: Path, ref: str, package: str):
         import git  # gitpython: imported lazily, only git specs need it
 
-        from rebasekit.errors import GitRefError
-        from rebasekit.gitref import verify_commit
-
         try:
             repo = git.Repo(repo_path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -263,8 +262,6 @@ class GitTree(UpstreamTree):
 
 
 def _corrupt(label: str, relpath: str, exc: BaseException):
-    from rebasekit.errors import GitRefError
-
     return GitRefError(
         f"{label}: cannot read {relpath} from git ({type(exc).__name__}: {exc})",
         hint="the repository's object store is damaged: run `git fsck` there, or re-clone it",
