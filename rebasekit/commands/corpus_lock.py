@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rebasekit.atomic import write_text
 from rebasekit.commands._common import (
@@ -22,6 +21,7 @@ from rebasekit.commands._common import (
     emit,
     gate,
     handle_errors,
+    note,
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import (
@@ -90,9 +90,7 @@ def lock(
         return
     path = lock_file or default_lock_path(corpus)
     write_text(path, text)  # atomic: a failed write leaves the old lock whole
-    Console(highlight=False, stderr=True).print(
-        f"wrote {path} ({index.tree.package} {index.tree.version})"
-    )
+    note(f"wrote {path} ({index.tree.package} {index.tree.version})")
 
 
 @handle_errors

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rebasekit.commands._common import (
     EXIT_CLEAN,
@@ -16,6 +15,7 @@ from rebasekit.commands._common import (
     emit,
     gate,
     handle_errors,
+    out_console,
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import default_lock_path, read_lock
@@ -76,7 +76,7 @@ def port(
     base, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
     plan = plan_port(corpus, base, new)
     gate(of_inputs(corpus, [base, new]), allow_incomplete)  # before anything is written
-    console = Console(highlight=False, soft_wrap=True)
+    console = out_console(soft_wrap=True)
     files = plan_files(corpus, plan, include_conflicts=not skip_conflicts)
     for line in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {line}")

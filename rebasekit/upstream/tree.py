@@ -9,11 +9,14 @@ same four operations, so the index never knows where the source came from.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from rebasekit.degradation import Degradation
 from rebasekit.errors import GitRefError
@@ -161,15 +164,16 @@ class FolderTree(UpstreamTree):
 
 
 def _metadata_version(root: Path, package: str) -> str | None:
-    for meta in sorted(root.glob("*.dist-info/METADATA")):
-        name = version = None
-        for line in meta.read_text(errors="replace").splitlines()[:20]:
-            if line.startswith("Name:"):
-                name = line.split(":", 1)[1].strip()
-            elif line.startswith("Version:"):
-                version = line.split(":", 1)[1].strip()
-        if name and version and name.lower().replace("-", "_") == package.lower():
-            return version
+    """The version in the ``*.dist-info`` metadata that a wheel unpacks beside its package."""
+    wanted = canonicalize_name(package)
+    for folder in sorted(root.glob("*.dist-info")):
+        dist = importlib.metadata.PathDistribution(folder)
+        try:
+            name = dist.metadata["Name"]
+        except (OSError, UnicodeDecodeError):
+            continue  # an unreadable METADATA states no version
+        if name and canonicalize_name(name) == wanted:
+            return dist.version
     return None
 
 
