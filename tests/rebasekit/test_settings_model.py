@@ -130,3 +130,23 @@ def test_a_computed_setup_py_declares_nothing(project):
     (project / "pyproject.toml").unlink()
     (project / "setup.py").write_text("from setuptools import setup\nsetup(entry_points=EPS)\n")
     assert load_project(project).plugin is None
+
+
+def test_outside_any_project_the_plugin_of_rebasekits_distribution(tmp_path, monkeypatch):
+    """An installed (not editable) rebasekit analyses the plugin its own distribution
+    registers, found through the installed metadata, not a name written in the tool."""
+    from rebasekit.corpus import locate
+
+    site = tmp_path / "site"
+    dist = site / "shipper-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shipper\nVersion: 1.0\n")
+    (dist / "RECORD").write_text("rebasekit/__init__.py,,\nshipplug/__init__.py,,\n")
+    (dist / "entry_points.txt").write_text("[vllm.general_plugins]\nmine = shipplug.boot:f\n")
+    (site / "shipplug").mkdir()
+    (site / "shipplug" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    # this checkout's own pyproject would win: start both searches outside any project
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(locate, "__file__", str(tmp_path / "rebasekit" / "corpus" / "locate.py"))
+    assert locate.default_plugin_dir() == site / "shipplug"
