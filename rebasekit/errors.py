@@ -50,3 +50,7 @@ class GitRefError(InputError):
 
 class PluginError(InputError):
     """The plugin folder is missing or is not a Python package."""
+
+
+class SettingsError(InputError):
+    """A settings file (pyproject.toml, rebasekit.toml, setup.cfg) is unreadable or invalid."""

@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from rebasekit.analysis.forkdecl import ForkDecl, ForkInputs, header_decl
 from rebasekit.context import ScanConfig, ScanContext, TreeOrigin
-from rebasekit.corpus.locate import find_pyproject, rebasekit_config
+from rebasekit.corpus.locate import configured_forks
 from rebasekit.corpus.lock import default_lock_path, lock_version
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
@@ -87,14 +87,12 @@ def declared_forks(corpus: PluginCorpus) -> list[ForkDecl]:
             continue
         if decl:
             out[f.relpath] = decl
-    pyproject = find_pyproject(root)
-    table = rebasekit_config(pyproject).get("forks", {}) if pyproject else {}
-    if isinstance(table, dict) and pyproject is not None:
+    configured = configured_forks(root)
+    if configured is not None:
+        project_root, table = configured
         for key, value in table.items():
-            if not isinstance(value, str) or "@" not in value:
-                continue
             path, _, version = value.rpartition("@")
-            absolute = (pyproject.parent / key).resolve()
+            absolute = (project_root / key).resolve()
             try:
                 rel = absolute.relative_to(root.resolve()).as_posix()
             except ValueError:

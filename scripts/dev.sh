@@ -3,7 +3,7 @@
 #   bash scripts/dev.sh analyze   rebasekit on the bundled plugin: vLLM 0.26.0 -> 0.27.0
 #   bash scripts/dev.sh test      the whole test suite against the real vLLM 0.26.0
 #   bash scripts/dev.sh py310     rebasekit's offline tests on the oldest supported Python
-#   bash scripts/dev.sh lint      ruff (lint and format check)
+#   bash scripts/dev.sh lint      ruff (lint and format check), rebasekit's import layering
 # Both create ./.venv on first use and install what they need from the package registry.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,6 +56,8 @@ case "$cmd" in
     install_full
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
+    # rebasekit's layering contracts ([tool.importlinter] in pyproject.toml).
+    "$VENV/bin/lint-imports" --no-cache
     ;;
   py310)
     # rebasekit's base install on Python 3.10 (requires-python's floor): the declared base

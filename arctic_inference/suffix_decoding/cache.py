@@ -128,7 +128,7 @@ class SuffixDecodingCache:
         self,
         max_tree_depth: int = 64,
         max_cached_requests: int = -1,
-        backoff=True,
+        policy=True,
         tree_min_gain: float = 0.25,
         recovery: SlipRecovery | bool | None = None,
     ) -> None:
@@ -151,22 +151,18 @@ class SuffixDecodingCache:
         elif recovery is True:
             recovery = SlipRecovery()
         self.recovery: SlipRecovery | None = recovery or None
-        if backoff is True:
+        if policy is True:
             # vLLM builds the cache with defaults; env vars pick the policy
             # (see policy.policy_from_env) so benchmarks can compare them.
-            backoff = policy_from_env()
-        # The draft policy: CostAwarePolicy, LoadAwareBackoff, NeverDraft or None.
-        self.backoff = backoff or None
+            policy = policy_from_env()
+        # When to draft and how much: CostAwarePolicy, LoadAwareBackoff, NeverDraft or None.
+        self.policy = policy or None
         self._global = _C.SuffixTree(max_tree_depth)
         self._local: dict[Hashable, Any] = {}  # req_id -> request tree
         self._seq: dict[Hashable, int] = {}  # req_id -> id in the global tree (cached)
         self._lru: OrderedDict[Hashable, None] = OrderedDict()  # cached ids, oldest first
         self._ids = count(1)
         _LIVE.add(self)
-
-    @property
-    def policy(self):
-        return self.backoff
 
     def close(self) -> None:
         """Release every native tree now; the cache is unusable afterwards."""
@@ -207,8 +203,8 @@ class SuffixDecodingCache:
         if req_id in self._seq:
             self.evict_cached_response(req_id)
         self._local[req_id] = tree
-        if self.backoff is not None:
-            self.backoff.start(req_id)
+        if self.policy is not None:
+            self.policy.start(req_id)
         if self.max_cached_requests != 0:
             while 0 < self.max_cached_requests <= len(self._lru):
                 self._evict_one()
@@ -223,15 +219,15 @@ class SuffixDecodingCache:
         if seq is not None:
             self._global.extend(seq, token_ids)
             self._lru.move_to_end(req_id)
-        if self.backoff is not None:
-            self.backoff.observe(req_id, len(token_ids))
+        if self.policy is not None:
+            self.policy.observe(req_id, len(token_ids))
 
     def stop_request(self, req_id: Hashable) -> None:
         """Drop the request tree; its response stays cached globally."""
         self._tree(req_id)
         del self._local[req_id]
-        if self.backoff is not None:
-            self.backoff.stop(req_id)
+        if self.policy is not None:
+            self.policy.stop(req_id)
 
     def evict_cached_response(self, req_id: Hashable) -> None:
         """Remove a response from the global tree (the request may stay active)."""
@@ -282,12 +278,12 @@ class SuffixDecodingCache:
             raise ValueError(f"min_token_prob must be in [0, 1], got {min_token_prob}")
         if max_spec_factor < 0:
             raise ValueError(f"max_spec_factor must be >= 0, got {max_spec_factor}")
-        backoff = self.backoff
+        policy = self.policy
         active = len(self._local)
-        if backoff is not None and backoff.should_skip(req_id, active):
+        if policy is not None and policy.should_skip(req_id, active):
             return SuffixDecodingDraft()
-        if backoff is not None and hasattr(backoff, "spec_factor"):
-            max_spec_factor = backoff.spec_factor(max_spec_factor, active)
+        if policy is not None and hasattr(policy, "spec_factor"):
+            max_spec_factor = policy.spec_factor(max_spec_factor, active)
         args = (max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
         gseq = self._seq.get(req_id, -1)
         best = self._best(tree, pattern, args, False, gseq)
@@ -295,8 +291,8 @@ class SuffixDecodingCache:
             branched = self._best(tree, pattern, args, True, gseq)
             if branched.score >= best.score + self.tree_min_gain:
                 best = branched
-        if backoff is not None:
-            best = backoff.filter(req_id, best, active)
+        if policy is not None:
+            best = policy.filter(req_id, best, active)
         return best
 
     def _best(

@@ -47,17 +47,21 @@ the feature is enabled.
 from __future__ import annotations
 
 import dataclasses
+import pkgutil
 import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
+from vllm.logger import init_logger
+
 from arctic_inference.patching import ArcticPatch, PatchRecord, applied_patches
-from arctic_inference.utils import get_logger, import_object
 from arctic_inference.vllm import rl_args
 from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm.attention import forest_config
 
-logger = get_logger(__name__)
+# Named under vLLM's own logger tree, the one vLLM configures: its handler, format and
+# VLLM_LOGGING_LEVEL apply to the plugin's lines in every process.
+logger = init_logger(f"vllm.{__name__}")
 
 Side = Literal["engine", "worker"]
 
@@ -193,8 +197,8 @@ def register_feature_args() -> None:
 def load_patch_class(path: str, feature: Feature) -> type[ArcticPatch]:
     """Import a patch class named in ``feature``; a wrong path fails clearly."""
     try:
-        patch = import_object(path)
-    except (ImportError, ValueError) as exc:
+        patch = pkgutil.resolve_name(path)
+    except (ImportError, AttributeError, ValueError) as exc:
         raise RuntimeError(
             f"Arctic feature {feature.name!r} names patch {path!r}, which cannot be imported: {exc}"
         ) from exc
@@ -226,7 +230,7 @@ def apply_feature(feature: Feature, ctx: PatchContext) -> list[PatchRecord]:
     """Apply one feature's patches (idempotent) and, once per process, its setup."""
     records = [load_patch_class(path, feature).apply() for path in feature.patches]
     if feature.setup is not None and feature.name not in _setup_done[ctx.side]:
-        setup = import_object(feature.setup)
+        setup = pkgutil.resolve_name(feature.setup)
         if not callable(setup):
             raise RuntimeError(
                 f"Arctic feature {feature.name!r}: setup {feature.setup!r} is not callable."

@@ -76,8 +76,8 @@ MAX_TOKENS_PER_SEQ_KEY = "arctic_max_tokens_per_seq"
 # against its own max_model_len.
 MAX_TOKENS_PER_SEQ_LIMIT = 2**31 - 1
 
-# vLLM's logger class, for warning_once; named under vllm.* like get_logger.
-logger = init_logger("vllm.arctic_inference.per_seq_max_tokens")
+# vLLM's logger class, for warning_once.
+logger = init_logger(f"vllm.{__name__}")
 
 
 def validate_per_seq_max_tokens(

@@ -64,7 +64,8 @@ def load_plugin(*, target_version: str = VLLM_PATCH_VERSION) -> bool:
         check_platform()
         check_version(target_version)
 
-        from arctic_inference.utils import get_logger
+        from vllm.logger import init_logger
+
         from arctic_inference.vllm.args import registered_args
         from arctic_inference.vllm.patch_set import apply_side, register_feature_args
         from arctic_inference.vllm.runner_choice import force_v1_model_runner
@@ -72,10 +73,10 @@ def load_plugin(*, target_version: str = VLLM_PATCH_VERSION) -> bool:
         force_v1_model_runner()
         register_feature_args()
         for line in envs.validate_environment(registered_args()):
-            get_logger(__name__).warning("%s", line)
+            init_logger(f"vllm.{__name__}").warning("%s", line)
         features = apply_side("engine")
         _loaded = True
-        get_logger(__name__).debug(
+        init_logger(f"vllm.{__name__}").debug(
             "Arctic Inference engine-side features applied: %s", ", ".join(features)
         )
         return True
@@ -93,9 +94,9 @@ def warn_near_miss_of_enabled() -> None:
     _near_miss_warned = True
     for name in os.environ:
         if name != envs.ENABLED and difflib.get_close_matches(name, [envs.ENABLED], cutoff=0.9):
-            from arctic_inference.utils import get_logger
+            from vllm.logger import init_logger
 
-            get_logger(__name__).warning(
+            init_logger(f"vllm.{__name__}").warning(
                 "%s; Arctic Inference stays off.",
                 envs.unknown_variable_message(name, [envs.ENABLED]),
             )
@@ -140,9 +141,9 @@ def check_version(target_version: str) -> None:
     if versions_match(installed, target_version):
         return
     if envs.skip_version_check():
-        from arctic_inference.utils import get_logger
+        from vllm.logger import init_logger
 
-        get_logger(__name__).warning(
+        init_logger(f"vllm.{__name__}").warning(
             "Arctic Inference targets vLLM %s but vLLM %s is installed; patching "
             "anyway because %s=1.",
             target_version,

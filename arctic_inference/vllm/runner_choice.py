@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import os
 
-from arctic_inference.utils import get_logger
+from vllm.logger import init_logger
 
 V2_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 
-logger = get_logger(__name__)
+logger = init_logger(f"vllm.{__name__}")
 
 
 def user_requested_v2() -> bool:

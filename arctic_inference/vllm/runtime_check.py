@@ -24,13 +24,13 @@ import inspect
 from typing import Any
 
 import vllm
+from vllm.logger import init_logger
 from vllm.v1.engine.core import EngineCore
 
 from arctic_inference import envs
 from arctic_inference.patching import ORIG_PREFIX, ArcticPatch, applied_patches
-from arctic_inference.utils import get_logger
 
-logger = get_logger(__name__)
+logger = init_logger(f"vllm.{__name__}")
 
 V1_RUNNER_FIX = (
     "Arctic Inference patches the V1 model runner: run with "

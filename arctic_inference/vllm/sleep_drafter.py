@@ -33,11 +33,11 @@ from collections.abc import Collection
 
 import torch
 from torch import nn
+from vllm.logger import init_logger
 from vllm.utils.platform_utils import is_pin_memory_available
 from vllm.v1.worker.gpu_worker import Worker
 
 from arctic_inference.patching import ArcticPatch
-from arctic_inference.utils import get_logger
 from arctic_inference.vllm.rl_args import sleep_keep_drafter_enabled
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "storage_ptrs",
 ]
 
-logger = get_logger(__name__)
+logger = init_logger(f"vllm.{__name__}")
 
 DrafterSnapshot = dict[str, torch.Tensor]
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm.logger import init_logger
 from vllm.v1.worker.gpu_worker import Worker
 
 from arctic_inference.patching import ArcticPatch
-from arctic_inference.utils import get_logger
 from arctic_inference.vllm.runtime_check import banner, verify_instance
 
-logger = get_logger(__name__)
+logger = init_logger(f"vllm.{__name__}")
 
 
 def verify_worker(worker: Worker) -> str:

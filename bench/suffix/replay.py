@@ -71,7 +71,7 @@ def make_cache(pol: dict, depth: int, max_cached: int) -> SuffixDecodingCache:
     return SuffixDecodingCache(
         max_tree_depth=depth,
         max_cached_requests=max_cached,
-        backoff=policy,
+        policy=policy,
         recovery=recovery_of(pol),
     )
 

@@ -20,9 +20,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from rebasekit.analysis.bodies import Definition, definitions, similarity
-from rebasekit.upstream import UpstreamTree
+
+if TYPE_CHECKING:  # the interface only: trees are opened by the loaders
+    from rebasekit.upstream import UpstreamTree
 
 HEADER_RE = re.compile(r"^#\s*rebasekit:\s*fork-of\s+(?P<path>[^\s@]+)@(?P<version>\S+)\s*$")
 _HEADER_LINES = 10

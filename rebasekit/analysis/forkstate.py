@@ -6,6 +6,7 @@ Shared by the RK403/RK404 checks, ``port`` and ``corpus lock``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rebasekit.analysis.bodies import definitions
 from rebasekit.analysis.forkdecl import (
@@ -18,7 +19,9 @@ from rebasekit.analysis.forkdecl import (
 )
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
-from rebasekit.upstream import UpstreamTree
+
+if TYPE_CHECKING:  # the interface only: trees are opened by the loaders
+    from rebasekit.upstream import UpstreamTree
 
 
 @dataclass

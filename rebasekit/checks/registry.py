@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from rebasekit.codes import CODES
 from rebasekit.findings import Finding
 
 CheckFunc = Callable[..., Iterable[Finding]]
@@ -43,8 +44,6 @@ def register_check(
     so the loader opens them only when such a check is selected. ``pairwise`` marks a
     check that compares OLD (or the base) with NEW itself (see :class:`Check`).
     """
-    from rebasekit.codes import CODES
-
     code_tuple = tuple(codes)
     unknown = [c for c in code_tuple if c not in CODES]
     if unknown:

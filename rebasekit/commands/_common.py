@@ -13,19 +13,23 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rebasekit.codes import CODES
 from rebasekit.errors import InputError, RebasekitError
 
 PluginOpt = Annotated[
     Path | None,
     typer.Option(
-        "--plugin", help="Plugin package folder (default: [tool.rebasekit] plugin of the project)."
+        "--plugin",
+        # \\[ : a literal bracket; rich would read "[tool.rebasekit]" as markup and drop it.
+        help="Plugin package folder (default: \\[tool.rebasekit] plugin of the project, else the"
+        " package of its vllm.general_plugins entry point).",
     ),
 ]
 PatchBaseOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--patch-base",
-        help="Name of a patch marker base class (repeatable; default: [tool.rebasekit] patch-bases).",
+        help="Name of a patch marker base class (repeatable; default: \\[tool.rebasekit] patch-bases).",
     ),
 ]
 VllmOpt = Annotated[
@@ -189,8 +193,6 @@ def gate(degradations, allow_incomplete: bool, *, writes: bool = True) -> None:
 
 def known_codes_check(values: tuple[str, ...], option: str) -> tuple[str, ...]:
     """Refuse ``--select``/``--ignore`` values that are no code or code prefix (exit 2)."""
-    from rebasekit.codes import CODES
-
     unknown = [v for v in values if not any(code.startswith(v) for code in CODES)]
     if unknown:
         raise InputError(
@@ -253,5 +255,20 @@ def pick_trees(
     return value, from_
 
 
-def emit(text: str) -> None:
-    sys.stdout.write(text + "\n")
+# The one output path of every command: plain text through emit(), rich renderings through
+# out_console(), notes and errors on stderr through note() and fail().
+
+
+def emit(text: str, end: str = "\n") -> None:
+    """Print plain text on stdout, byte for byte (JSON, SARIF, diffs, markdown)."""
+    sys.stdout.write(text + end)
+
+
+def out_console(**options) -> Console:
+    """The stdout console for rich renderings (tables, colour); never highlights on its own."""
+    return Console(highlight=False, **options)
+
+
+def note(text: str) -> None:
+    """An informational line on stderr (what was written where), never read as markup."""
+    err_console().print(escape(text), soft_wrap=True)

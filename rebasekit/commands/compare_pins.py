@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from typer.core import TyperCommand
 
 from rebasekit.atomic import check_replaceable, write_generated
-from rebasekit.commands._common import AllowIncompleteOpt, handle_errors, verdict, warn_degradations
+from rebasekit.commands._common import (
+    AllowIncompleteOpt,
+    emit,
+    handle_errors,
+    out_console,
+    verdict,
+    warn_degradations,
+)
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
 from rebasekit.history.render import dumps, print_table, to_markdown
@@ -76,29 +82,39 @@ def _relative(path: Path, root: Path) -> str:
 
 @handle_errors
 def compare_pins_cmd(
-    repo: Path = typer.Option(Path("."), "--repo", help="The plugin's git checkout."),
-    history: str | None = typer.Option(
-        None,
-        "--history",
-        metavar="[REF]",
-        help="Also mine REF's first-parent history for pin bumps (REF defaults to main).",
-    ),
-    include_worktree: bool = typer.Option(
-        False, "--include-worktree", help="Add the working tree as a column."
-    ),
-    probes: Path | None = typer.Option(None, "--probes", help="Probe file (TOML or JSON)."),
-    branch_pattern: list[str] = typer.Option(
-        [], "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."
-    ),
-    write: Path | None = typer.Option(None, "--write", help="Write the markdown ledger here."),
-    as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
+    repo: Annotated[Path, typer.Option("--repo", help="The plugin's git checkout.")] = Path("."),
+    history: Annotated[
+        str | None,
+        typer.Option(
+            "--history",
+            metavar="[REF]",
+            help="Also mine REF's first-parent history for pin bumps (REF defaults to main).",
+        ),
+    ] = None,
+    include_worktree: Annotated[
+        bool, typer.Option("--include-worktree", help="Add the working tree as a column.")
+    ] = False,
+    probes: Annotated[
+        Path | None, typer.Option("--probes", help="Probe file (TOML or JSON).")
+    ] = None,
+    branch_pattern: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--branch-pattern", help="Glob for rebase branches (repeatable; overrides config)."
+        ),
+    ] = None,
+    write: Annotated[
+        Path | None, typer.Option("--write", help="Write the markdown ledger here.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the ledger as JSON.")] = False,
     allow_incomplete: AllowIncompleteOpt = False,
-    force: bool = typer.Option(
-        False, "--force", help="Let --write replace a file rebasekit did not generate."
-    ),
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --write replace a file rebasekit did not generate.")
+    ] = False,
 ) -> None:
     if write is not None:
         check_replaceable(write, "--write", force)
+    branch_pattern = branch_pattern or []
     root = repo.resolve()
     write_rel = _relative(write, root) if write else None
     options = CompareOptions(
@@ -117,11 +133,11 @@ def compare_pins_cmd(
         command = _command_line(history, include_worktree, probes, branch_pattern, shown)
         write_generated(write, to_markdown(ledger, command))
     if as_json:
-        sys.stdout.write(dumps(ledger) + "\n")
+        emit(dumps(ledger))
     else:
-        print_table(ledger, Console(width=max(Console().width, 100)))
+        print_table(ledger, out_console(width=max(out_console().width, 100)))
         if write is not None and not incomplete:
-            typer.echo(f"wrote {write}")
+            emit(f"wrote {write}")
     warn_degradations(ledger.degradations)
     raise typer.Exit(verdict(bool(ledger.flags), ledger.degradations, allow_incomplete))
 

@@ -6,7 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rebasekit.checks.targets import resolve_target, target_member
@@ -16,6 +15,7 @@ from rebasekit.commands._common import (
     PluginOpt,
     emit,
     handle_errors,
+    out_console,
     verdict,
     warn_degradations,
 )
@@ -76,7 +76,7 @@ def _show(plugin, patch_base, vllm, json_out: bool) -> list:
                 attr["action"] = actions.get((patch["name"], attr["name"]))
         emit(json.dumps(data, indent=2, default=str))
         return degradations
-    console = Console(highlight=False)
+    console = out_console()
     console.print(
         f"[bold]{corpus.package}[/bold]: {len(corpus.files)} files, {len(corpus.patches)} patches, "
         f"{len(corpus.imports)} upstream imports, {len(corpus.calls)} upstream calls; "

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rebasekit.atomic import write_text
 from rebasekit.commands._common import (
@@ -22,6 +21,7 @@ from rebasekit.commands._common import (
     emit,
     gate,
     handle_errors,
+    note,
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import (
@@ -33,10 +33,12 @@ from rebasekit.corpus.lock import (
     read_lock,
 )
 from rebasekit.errors import InputError
-from rebasekit.history.pins import PinSource, UnreadablePin, pin_from_pyproject
+from rebasekit.history.pins import pin_in
+from rebasekit.history.settings import history_settings
 from rebasekit.index import CodeIndex
 from rebasekit.load import load_forks
 from rebasekit.scan import load_corpus
+from rebasekit.settings import load_project
 from rebasekit.upstream import open_tree
 
 TreeOpt = Annotated[
@@ -58,17 +60,8 @@ LockOpt = Annotated[
 def _pin_spec(corpus, vllm: str | None) -> str:
     if vllm:
         return vllm
-    pyproject = project_root(corpus) / "pyproject.toml"
-    try:
-        pin = (
-            pin_from_pyproject(pyproject.read_text(encoding="utf-8"), PinSource())
-            if pyproject.is_file()
-            else None
-        )
-    except (UnreadablePin, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"{pyproject} is not valid TOML ({exc})", hint="fix its syntax, or pass --vllm X.Y.Z"
-        ) from None
+    project = load_project(project_root(corpus))
+    pin = pin_in(project.project, history_settings(project).pin)
     if not pin:
         raise InputError(
             "no --vllm given and no exact vLLM pin (vllm==X.Y.Z) in the project's pyproject.toml",
@@ -98,9 +91,7 @@ def lock(
         return
     path = lock_file or default_lock_path(corpus)
     write_text(path, text)  # atomic: a failed write leaves the old lock whole
-    Console(highlight=False, stderr=True).print(
-        f"wrote {path} ({index.tree.package} {index.tree.version})"
-    )
+    note(f"wrote {path} ({index.tree.package} {index.tree.version})")
 
 
 @handle_errors

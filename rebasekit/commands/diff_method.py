@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.syntax import Syntax
 
 from rebasekit.analysis.bodies import unified
@@ -17,6 +16,7 @@ from rebasekit.commands._common import (
     emit,
     gate,
     handle_errors,
+    out_console,
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.errors import InputError
@@ -70,9 +70,7 @@ def diff_method(
     if plain:
         emit(text.rstrip("\n"))
     else:
-        Console(highlight=False).print(
-            Syntax(text, "diff", theme="ansi_dark", background_color="default")
-        )
+        out_console().print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
     raise typer.Exit(EXIT_FINDINGS)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rebasekit.analysis.portplan import patch_text, plan_files, plan_port
 from rebasekit.commands._common import (
@@ -17,6 +16,7 @@ from rebasekit.commands._common import (
     emit,
     gate,
     handle_errors,
+    out_console,
 )
 from rebasekit.commands.portwrite import refuse_conflict_markers, write_port
 from rebasekit.completeness import of_inputs
@@ -77,7 +77,7 @@ def port(
     old, new = CodeIndex(open_tree(from_)), CodeIndex(open_tree(to))
     plan = plan_port(corpus, old, new, load_forks(corpus, old, new))
     gate(of_inputs(corpus, [old, new]), allow_incomplete)  # before anything is written
-    console = Console(highlight=False, soft_wrap=True)
+    console = out_console(soft_wrap=True)
     files = plan_files(corpus, plan, include_conflicts=not skip_conflicts)
     for line in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {line}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -12,16 +13,19 @@ from rebasekit.commands._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     AllowIncompleteOpt,
+    emit,
     gate,
     handle_errors,
 )
 from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
-from rebasekit.runbook.project import changed_since, entry_point, plugin_name, read_pyproject
+from rebasekit.runbook.project import changed_since, entry_point, plugin_name
 from rebasekit.runbook.render import to_markdown
 from rebasekit.runbook.results import load_results
 from rebasekit.runbook.serving import MODEL_PLACEHOLDER
 from rebasekit.runbook.testmap import scan_tests
+from rebasekit.scan import scan_plugin
+from rebasekit.settings import load_project
 
 HELP = (
     "Write the validation plan for moving the plugin from vLLM OLD to NEW.\n\n"
@@ -49,43 +53,52 @@ def _parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 @handle_errors
 def runbook_cmd(
-    old: str = typer.Option(..., "--from", help="The pin the plugin supports now."),
-    new: str = typer.Option(..., "--to", help="The pin to rebase onto."),
-    write: Path | None = typer.Option(None, "--write", help="Write the markdown here."),
-    record: Path | None = typer.Option(None, "--record", help="Recorded phase results (JSON)."),
-    project: Path = typer.Option(Path("."), "--project", help="Project root (pyproject, tests)."),
-    plugin: str | None = typer.Option(None, "--plugin", help="Plugin import name."),
-    tests: str = typer.Option("tests", "--tests", help="Test folder, relative to the project."),
-    env: list[str] = typer.Option(
-        [], "--env", help="KEY=VALUE set for every command (repeatable)."
-    ),
-    since: str | None = typer.Option(
-        None, "--changed-since", help="Also map plugin files changed since this git ref."
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Let --write replace a file rebasekit did not generate."
-    ),
-    model: str = typer.Option(
-        MODEL_PLACEHOLDER,
-        "--model",
-        help="Model the serving phase starts: a local path on the (offline) GPU machine. The "
-        "default, $MODEL, is a placeholder the commands require to be set there.",
-    ),
+    old: Annotated[str, typer.Option("--from", help="The pin the plugin supports now.")],
+    new: Annotated[str, typer.Option("--to", help="The pin to rebase onto.")],
+    write: Annotated[Path | None, typer.Option("--write", help="Write the markdown here.")] = None,
+    record: Annotated[
+        Path | None, typer.Option("--record", help="Recorded phase results (JSON).")
+    ] = None,
+    project: Annotated[
+        Path, typer.Option("--project", help="Project root (pyproject, tests).")
+    ] = Path("."),
+    plugin: Annotated[str | None, typer.Option("--plugin", help="Plugin import name.")] = None,
+    tests: Annotated[
+        str, typer.Option("--tests", help="Test folder, relative to the project.")
+    ] = "tests",
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="KEY=VALUE set for every command (repeatable)."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--changed-since", help="Also map plugin files changed since this git ref."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --write replace a file rebasekit did not generate.")
+    ] = False,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="Model the serving phase starts: a local path on the (offline) GPU machine. The "
+            "default, $MODEL, is a placeholder the commands require to be set there.",
+        ),
+    ] = MODEL_PLACEHOLDER,
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
+    env = env or []
     if write:
         check_replaceable(write, "--write", force)
     root = project.resolve()
-    data = read_pyproject(root)
-    name = plugin_name(data, plugin)
+    declared = load_project(root)
+    name = plugin_name(declared, plugin)
     if not (root / name.replace(".", "/")).is_dir():
         raise InputError(f"plugin package {name!r} not found under {root}")
-    from rebasekit.scan import scan_plugin
-
     result = scan_plugin(new, old=old, plugin=root / name.replace(".", "/"))
     gate(result.degradations, allow_incomplete)  # a plan built on a partial scan would miss risks
     changed = changed_since(root, since, name) if since else []
-    settings = Settings(name, entry_point(data), _parse_env(env), model=model)
+    settings = Settings(name, entry_point(declared), _parse_env(env), model=model)
     book = build_runbook(
         old, new, result.findings, changed, scan_tests(root, tests, name), settings
     )
@@ -104,9 +117,9 @@ def runbook_cmd(
     text = to_markdown(book, shlex.join(parts), results)
     if write:
         write_generated(write, text)
-        typer.echo(f"wrote {write}: {len(book.changes)} changes, {len(book.phases)} phases")
+        emit(f"wrote {write}: {len(book.changes)} changes, {len(book.phases)} phases")
     else:
-        typer.echo(text, nl=False)
+        emit(text, end="")
     raise typer.Exit(
         EXIT_FINDINGS if any(r.status == "fail" for r in results.values()) else EXIT_CLEAN
     )

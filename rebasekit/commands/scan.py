@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
 from rebasekit.commands._common import (
     EXIT_BAD_INPUT,
@@ -23,6 +22,7 @@ from rebasekit.commands._common import (
     emit,
     handle_errors,
     known_codes_check,
+    out_console,
     pick_trees,
     split_codes,
     verdict,
@@ -80,7 +80,7 @@ def _run(
     elif sarif_out:
         emit(to_sarif(result))
     else:
-        render_table(result, Console(highlight=False))
+        render_table(result, out_console())
     if json_out or sarif_out:
         warn_degradations(result.degradations)
     if any(f.code == "RK001" for f in result.findings):

@@ -1,33 +1,23 @@
 """Find the plugin folder and its patch-base names when the user did not say.
 
-The default plugin is the one named by ``[tool.rebasekit] plugin`` in the nearest
-``pyproject.toml`` (searched upward from the working directory, then from rebasekit's
-own install location), else the plugin that ships in rebasekit's own distribution
-(``arctic_inference``), so an installed rebasekit analyses it from any folder.
-``patch-bases`` comes from the plugin project's pyproject, or from a ``rebasekit.toml``
+The default plugin is the one the nearest project declares (searched upward from the
+working directory, then from rebasekit's own install location): ``[tool.rebasekit]
+plugin``, else the package of its ``vllm.general_plugins`` entry point. Outside any
+project it is the plugin that rebasekit's own distribution registers under that entry
+point group, so an installed rebasekit analyses it from any folder.
+``patch-bases`` comes from the plugin project's settings, or from a ``rebasekit.toml``
 inside the plugin package (how an installed plugin, which has no pyproject, declares it).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
-import sys
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport (same API)
-    import tomli as tomllib
-
-from rebasekit.errors import InputError, PluginError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport (same API)
-    import tomli as tomllib
-
-# The plugin distributed together with rebasekit: the default when no project says otherwise.
-BUNDLED_PLUGIN = "arctic_inference"
+from rebasekit.errors import PluginError
+from rebasekit.settings import PLUGIN_GROUP, find_project, package_settings
+from rebasekit.settings.project import plugin_of_entry_points
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -38,54 +28,44 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def rebasekit_config(config_file: Path | None) -> dict:
-    """The ``[tool.rebasekit]`` table of a pyproject.toml or a package's rebasekit.toml.
-
-    A file that exists but is not valid TOML is an input error: falling back to defaults
-    would silently analyse another plugin or no patches at all.
-    """
-    if config_file is None or not config_file.exists():
-        return {}
-    try:
-        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(
-            f"{config_file} is not valid TOML ({exc})", hint=f"fix the syntax of {config_file.name}"
-        ) from None
-    tool = data.get("tool", {})
-    table = tool.get("rebasekit", {}) if isinstance(tool, dict) else {}
-    if not isinstance(table, dict):
-        raise InputError(
-            f"{config_file}: tool.rebasekit is not a table", hint="write it as [tool.rebasekit]"
-        )
-    return table
-
-
 def default_plugin_dir() -> Path:
-    """The configured plugin package folder of the project we run in."""
+    """The plugin package folder of the project we run in."""
     for start in (Path.cwd(), Path(__file__).resolve().parent):
-        pyproject = find_pyproject(start)
-        name = rebasekit_config(pyproject).get("plugin")
-        if pyproject is not None and name:
-            if not isinstance(name, str):
-                raise InputError(
-                    f"{pyproject}: [tool.rebasekit] plugin must be a string, not {name!r}",
-                    hint='write plugin = "package_name"',
-                )
-            folder = pyproject.parent / name.replace(".", "/")
-            if (folder / "__init__.py").is_file():
-                return folder
-            raise PluginError(
-                f"{pyproject} names plugin {name!r}, but {folder} is not a Python package",
-                hint="fix [tool.rebasekit] plugin, or pass --plugin PATH",
-            )
-    bundled = _installed_package_dir(BUNDLED_PLUGIN)
-    if bundled is not None:
-        return bundled
+        project = find_project(start)
+        name = project.plugin if project is not None else None
+        if project is None or not name:
+            continue
+        folder = project.plugin_dir()
+        if folder is not None and (folder / "__init__.py").is_file():
+            return folder
+        raise PluginError(
+            f"{project.origin} names plugin {name!r}, but {folder} is not a Python package",
+            hint="fix [tool.rebasekit] plugin (or the vllm.general_plugins entry point), or pass --plugin PATH",
+        )
+    shipped = _shipped_plugin()
+    if shipped is not None:
+        return shipped
     raise PluginError(
-        'no plugin given and no [tool.rebasekit] plugin = "..." found in a pyproject.toml',
+        'no plugin given and no [tool.rebasekit] plugin = "..." or vllm.general_plugins '
+        "entry point found in a project",
         hint="pass --plugin PATH (the plugin's package folder)",
     )
+
+
+def _shipped_plugin() -> Path | None:
+    """The plugin that the distribution rebasekit is installed from registers, if any."""
+    distributions = importlib.metadata.packages_distributions().get(__name__.split(".")[0], [])
+    for dist_name in distributions:
+        try:
+            dist = importlib.metadata.distribution(dist_name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        points = tuple((ep.name, ep.value) for ep in dist.entry_points if ep.group == PLUGIN_GROUP)
+        name = plugin_of_entry_points(points, f"the {dist_name} distribution")
+        folder = _installed_package_dir(name) if name else None
+        if folder is not None:
+            return folder
+    return None
 
 
 def _installed_package_dir(name: str) -> Path | None:
@@ -114,16 +94,27 @@ def check_plugin_dir(path: Path) -> Path:
 def configured_patch_bases(plugin_dir: Path) -> tuple[str, ...]:
     """``[tool.rebasekit] patch-bases`` of the plugin's project (or its package's
     ``rebasekit.toml``), if any."""
-    value = rebasekit_config(find_pyproject(plugin_dir)).get("patch-bases")
+    project = find_project(plugin_dir)
+    value = project.tool.patch_base_names if project is not None else None
     if value is None:
-        value = rebasekit_config(plugin_dir / "rebasekit.toml").get("patch-bases")
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise InputError(
-        f"patch-bases must be a class name or a list of them, not {value!r}",
-        hint='write patch-bases = ["ArcticPatch"] in [tool.rebasekit] (or rebasekit.toml)',
-    )
+        own = package_settings(plugin_dir)
+        value = own.patch_base_names if own is not None else None
+    return value or ()
+
+
+def configured_forks(plugin_root: Path) -> tuple[Path, dict[str, str]] | None:
+    """``[tool.rebasekit] forks`` of the project around ``plugin_root`` and the folder its
+    paths are relative to; None outside a project with a pyproject.toml."""
+    project = find_project(plugin_root)
+    if project is None or project.pyproject is None:
+        return None
+    return project.root, dict(project.tool.forks)
+
+
+__all__ = [
+    "check_plugin_dir",
+    "configured_forks",
+    "configured_patch_bases",
+    "default_plugin_dir",
+    "find_pyproject",
+]

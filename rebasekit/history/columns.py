@@ -17,8 +17,8 @@ import git
 from gitdb.exc import BadName, BadObject
 
 from rebasekit.degradation import Degradation
-from rebasekit.errors import InputError
-from rebasekit.history.pins import Pin, PinSource, UnreadablePin, read_pin, version_key
+from rebasekit.errors import InputError, SettingsError
+from rebasekit.history.pins import Pin, PinSource, read_pin, version_key
 from rebasekit.history.snapshots import BlobCache, CommitInfo, CommitSnapshot, WorktreeSnapshot
 
 KIND_ORDER = {"commit": 0, "branch": 1, "worktree": 2}
@@ -115,15 +115,15 @@ class ColumnBuilder:
         if key not in self._pins:
             try:
                 self._pins[key] = read_pin(snapshot.read, self.source)
-            except UnreadablePin as exc:
+            except SettingsError as exc:
                 self._pins[key] = None
-                self._unreadable[key] = str(exc)
+                self._unreadable[key] = exc.message
         if key in self._unreadable:
             self.degradations.append(
                 Degradation(
                     "revision-unreadable",
                     f"commit {snapshot.commit.hexsha[:10]}",
-                    f"{self.source.pyproject} is not valid TOML there ({self._unreadable[key]}); its pin is unknown "
+                    f"{self._unreadable[key]} at that commit; its pin is unknown "
                     "and the revision was left out of the ledger",
                     "fix the file in a new commit on that branch, or pass --allow-incomplete to accept the ledger without it",
                 )

@@ -1,27 +1,26 @@
 """Read the vLLM pin a snapshot of the plugin declares, and order pins as versions.
 
 The pin lives in ``pyproject.toml``'s ``vllm`` optional-dependency extra. It is read with
-``tomllib`` and ``packaging.requirements`` rather than a regex, because a regex cannot tell
+rebasekit's settings model and ``packaging.requirements`` rather than a regex, because a regex cannot tell
 the extra from a comment that mentions ``vllm==X`` or from another extra that pins a
 different vLLM for another purpose (say, a benchmark baseline). When the extra names vLLM
 without an exact version, the pin falls back to a version constant in code
-(``VLLM_PATCH_VERSION = "0.26.0"``), read from the module's AST.
+(``VLLM_PATCH_VERSION = "0.26.0"``), read from the module's AST. A pyproject that is not
+valid TOML, or whose ``[project]`` table has the wrong shape, raises
+:class:`~rebasekit.errors.SettingsError`: the pin of that snapshot is unknown, not absent.
 """
 
 from __future__ import annotations
 
 import ast
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport (same API)
-    import tomli as tomllib
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+from rebasekit.settings import ProjectTable, parse_toml, project_table
 
 # Reads a repo-relative file of one snapshot; None when the file does not exist there.
 FileReader = Callable[[str], "str | None"]
@@ -34,7 +33,7 @@ class PinSource:
     package: str = "vllm"  # the distribution that is pinned
     extra: str = "vllm"  # the optional-dependency extra that carries the pin
     pyproject: str = "pyproject.toml"
-    constant_file: str | None = "arctic_inference/vllm/plugin.py"
+    constant_file: str | None = None  # repo-relative module with the version constant
     constant_name: str = "VLLM_PATCH_VERSION"
 
     def paths(self) -> tuple[str, ...]:
@@ -70,26 +69,6 @@ def _exact_version(requirement: Requirement) -> str | None:
     return None
 
 
-class UnreadablePin(ValueError):
-    """The file that declares the pin exists but is not valid TOML: the pin is unknown, not absent."""
-
-
-def strict_toml(text: str) -> dict:
-    """Parse TOML; a file that is not valid TOML raises :class:`UnreadablePin`."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UnreadablePin(str(exc)) from None
-
-
-def parse_toml(text: str) -> dict:
-    """Parse TOML, or return an empty table when the file is not valid TOML (probe values)."""
-    try:
-        return strict_toml(text)
-    except UnreadablePin:
-        return {}
-
-
 def requirement_in(items: object, package: str) -> Requirement | None:
     """The first requirement in a list of PEP 508 strings that names ``package``."""
     if not isinstance(items, list):
@@ -107,14 +86,15 @@ def requirement_in(items: object, package: str) -> Requirement | None:
     return None
 
 
-def pin_from_pyproject(text: str, source: PinSource) -> str | None:
+def pin_in(project: ProjectTable, source: PinSource) -> str | None:
     """The exact version the configured extra pins ``source.package`` to, if any."""
-    data = strict_toml(text)
-    extras = data.get("project", {}).get("optional-dependencies", {})
-    if not isinstance(extras, dict):
-        return None
-    req = requirement_in(extras.get(source.extra), source.package)
+    req = requirement_in(project.optional_dependencies.get(source.extra), source.package)
     return _exact_version(req) if req else None
+
+
+def pin_from_pyproject(text: str, source: PinSource) -> str | None:
+    """:func:`pin_in` of a pyproject text (say, at a git commit)."""
+    return pin_in(project_table(parse_toml(text, source.pyproject), source.pyproject), source)
 
 
 def constant_value(text: str, name: str) -> str | None:
@@ -139,7 +119,8 @@ def constant_value(text: str, name: str) -> str | None:
 def read_pin(read_file: FileReader, source: PinSource) -> Pin | None:
     """The pin of one snapshot: the extra first, the code constant as fallback.
 
-    Raises :class:`UnreadablePin` when the pyproject is not valid TOML (the pin is unknown).
+    Raises :class:`~rebasekit.errors.SettingsError` when the pyproject cannot be read (the
+    pin is unknown).
     """
     text = read_file(source.pyproject)
     if text is not None:

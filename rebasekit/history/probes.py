@@ -28,9 +28,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from rebasekit.astutil import parse_text
-from rebasekit.errors import InputError
+from rebasekit.errors import InputError, SettingsError
 from rebasekit.history import structural
-from rebasekit.history.pins import FileReader, parse_toml, tomllib
+from rebasekit.history.pins import FileReader
+from rebasekit.settings import parse_toml, project_table
+from rebasekit.settings.toml import tomllib
 
 KINDS = ("regex", "signature", "returns", "constant", "calls", "requirement", "pin")
 _OPTIONS = {"label", "file", "group", "dotall", "all", "extra", "note", *KINDS}
@@ -165,14 +167,16 @@ def _regex(probe: Probe, text: str) -> Cell:
 
 
 def _requirement(probe: Probe, text: str) -> Cell:
-    project = parse_toml(text).get("project", {})
+    try:
+        project = project_table(parse_toml(text, probe.file or "pyproject.toml"), probe.file or "")
+    except SettingsError:
+        return Cell(None, "unparsable")
     lists: list[object] = []
     if probe.extra is None or probe.extra == "":
-        lists.append(project.get("dependencies", []))
+        lists.append(project.dependencies)
     if probe.extra != "":
-        extras = project.get("optional-dependencies", {})
-        if isinstance(extras, dict):
-            lists.extend(extras.values() if probe.extra is None else [extras.get(probe.extra, [])])
+        extras = project.optional_dependencies
+        lists.extend(extras.values() if probe.extra is None else [extras.get(probe.extra, [])])
     wanted = canonicalize_name(probe.target)
     for items in lists:
         for item in items if isinstance(items, list) else []:

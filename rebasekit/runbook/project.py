@@ -1,4 +1,4 @@
-"""Facts about the project the runbook is for, read from its ``pyproject.toml`` and git."""
+"""Facts about the project the runbook is for, read from its settings and git."""
 
 from __future__ import annotations
 
@@ -8,41 +8,26 @@ import git
 
 from rebasekit.errors import InputError
 from rebasekit.gitref import verify_commit
-from rebasekit.history.pins import UnreadablePin, strict_toml
+from rebasekit.settings import ProjectSettings
 
 
-def read_pyproject(root: Path) -> dict:
-    """The project's pyproject table ({} without one); a broken file is an input error."""
-    path = root / "pyproject.toml"
-    if not path.is_file():
-        return {}
-    try:
-        return strict_toml(path.read_text(encoding="utf-8"))
-    except (UnreadablePin, UnicodeDecodeError) as exc:
+def plugin_name(project: ProjectSettings, explicit: str | None) -> str:
+    """The plugin's import name: ``--plugin``, else the project's declared or entry-point plugin."""
+    name = explicit or project.plugin
+    if not name:
         raise InputError(
-            f"{path} is not valid TOML ({exc})", hint="fix the syntax of pyproject.toml"
-        ) from None
-
-
-def plugin_name(data: dict, explicit: str | None) -> str:
-    """The plugin's import name: ``--plugin``, else ``[tool.rebasekit] plugin``."""
-    name = explicit or data.get("tool", {}).get("rebasekit", {}).get("plugin")
-    if not isinstance(name, str) or not name:
-        raise InputError(
-            "no plugin package named",
-            hint='pass --plugin NAME or set [tool.rebasekit] plugin = "NAME"',
+            f"no plugin package named in {project.root}",
+            hint='pass --plugin NAME, set [tool.rebasekit] plugin = "NAME", or declare a vllm.general_plugins entry point',
         )
     return name
 
 
-def entry_point(data: dict) -> str | None:
+def entry_point(project: ProjectSettings) -> str | None:
     """``name=module:attr`` of the first ``vllm.general_plugins`` entry point, if any."""
-    group = data.get("project", {}).get("entry-points", {}).get("vllm.general_plugins", {})
-    if isinstance(group, dict):
-        for name, target in group.items():
-            if isinstance(target, str):
-                return f"{name}={target}"
-    return None
+    if not project.entry_points:
+        return None
+    name, target = project.entry_points[0]
+    return f"{name}={target}"
 
 
 def changed_since(root: Path, ref: str, plugin: str) -> list[str]:

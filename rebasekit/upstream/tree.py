@@ -9,13 +9,18 @@ same four operations, so the index never knows where the source came from.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from rebasekit.degradation import Degradation
+from rebasekit.errors import GitRefError
+from rebasekit.gitref import verify_commit
 from rebasekit.sourcefile import (
     MAX_SOURCE_BYTES,
     SkippedFile,
@@ -159,15 +164,16 @@ class FolderTree(UpstreamTree):
 
 
 def _metadata_version(root: Path, package: str) -> str | None:
-    for meta in sorted(root.glob("*.dist-info/METADATA")):
-        name = version = None
-        for line in meta.read_text(errors="replace").splitlines()[:20]:
-            if line.startswith("Name:"):
-                name = line.split(":", 1)[1].strip()
-            elif line.startswith("Version:"):
-                version = line.split(":", 1)[1].strip()
-        if name and version and name.lower().replace("-", "_") == package.lower():
-            return version
+    """The version in the ``*.dist-info`` metadata that a wheel unpacks beside its package."""
+    wanted = canonicalize_name(package)
+    for folder in sorted(root.glob("*.dist-info")):
+        dist = importlib.metadata.PathDistribution(folder)
+        try:
+            name = dist.metadata["Name"]
+        except (OSError, UnicodeDecodeError):
+            continue  # an unreadable METADATA states no version
+        if name and canonicalize_name(name) == wanted:
+            return dist.version
     return None
 
 
@@ -176,9 +182,6 @@ class GitTree(UpstreamTree):
 
     def __init__(self, repo_path: Path, ref: str, package: str):
         import git  # gitpython: imported lazily, only git specs need it
-
-        from rebasekit.errors import GitRefError
-        from rebasekit.gitref import verify_commit
 
         try:
             repo = git.Repo(repo_path)
@@ -263,8 +266,6 @@ class GitTree(UpstreamTree):
 
 
 def _corrupt(label: str, relpath: str, exc: BaseException):
-    from rebasekit.errors import GitRefError
-
     return GitRefError(
         f"{label}: cannot read {relpath} from git ({type(exc).__name__}: {exc})",
         hint="the repository's object store is damaged: run `git fsck` there, or re-clone it",

@@ -155,7 +155,7 @@ def test_near_miss_of_the_enable_switch_is_logged(
     monkeypatch.delenv(envs.ENABLED, raising=False)
     monkeypatch.setenv("ARCTIC_INFERENCE_ENABLE", "1")
     monkeypatch.setattr(plugin, "_near_miss_warned", False)
-    with caplog.at_level("WARNING", logger="vllm.arctic_inference.plugin"):
+    with caplog.at_level("WARNING", logger="vllm.arctic_inference.vllm.plugin"):
         assert plugin.load_plugin() is False
     assert (
         "ARCTIC_INFERENCE_ENABLE is set but Arctic Inference does not read it; "

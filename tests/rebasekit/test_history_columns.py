@@ -125,6 +125,10 @@ def test_worktree_placed_by_version(bumped):
     assert got[2][0] == "worktree"
 
 
+# The version constant is looked for in the module vLLM loads: the plugin's entry point.
+ENTRY_POINT = '[project.entry-points."vllm.general_plugins"]\nplug = "plug.vllm.plugin:register"\n'
+
+
 def test_constant_pin_and_missing_pin(tmp_path):
     repo = GitRepo(tmp_path / "r")
     repo.commit("no pin yet", {"pyproject.toml": "[project]\nname='p'\n"})
@@ -132,14 +136,14 @@ def test_constant_pin_and_missing_pin(tmp_path):
         "constant",
         {
             "plug/vllm/plugin.py": 'VLLM_PATCH_VERSION = "0.5.0"\n',
-            "pyproject.toml": '[tool.rebasekit]\nplugin = "plug"\n',
+            "pyproject.toml": ENTRY_POINT,
         },
     )
     repo.commit(
         "extra",
         {
-            "pyproject.toml": '[tool.rebasekit]\nplugin = "plug"\n'
-            '[project.optional-dependencies]\nvllm = ["vllm==0.6.0"]\n'
+            "pyproject.toml": ENTRY_POINT
+            + '[project.optional-dependencies]\nvllm = ["vllm==0.6.0"]\n'
         },
     )
     ledger = compare_pins(repo.root, CompareOptions(history=""))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from history_gitrepo import pyproject
 
-from rebasekit.errors import InputError
+from rebasekit.errors import InputError, SettingsError
 from rebasekit.history.pins import (
     PinSource,
-    UnreadablePin,
     constant_value,
     pin_from_pyproject,
     read_pin,
@@ -48,7 +47,7 @@ def test_other_extra_name_is_configurable():
 
 def test_invalid_toml_is_an_unreadable_pin_not_no_pin():
     # "no pin" would show the revision as VANISHED in the ledger; its pin is unknown instead
-    with pytest.raises(UnreadablePin, match="line 1"):
+    with pytest.raises(SettingsError, match="line 1"):
         pin_from_pyproject("[project\nvllm==0.26.0", SOURCE)
 
 
@@ -90,8 +89,11 @@ def test_settings_read_pin_source_and_globs():
     assert settings.pin.extra == "engine"
     assert (settings.pin.constant_file, settings.pin.constant_name) == ("src/p.py", "PINNED")
     assert settings.branch_globs == ("rb/*",)
-    derived = settings_from_text('[tool.rebasekit]\nplugin = "plug"\n')
-    assert derived.pin.constant_file == "plug/vllm/plugin.py"
+    derived = settings_from_text(
+        '[project.entry-points."vllm.general_plugins"]\nplug = "plug.boot:register"\n'
+    )
+    assert derived.pin.constant_file == "plug/boot.py"
+    assert settings_from_text('[tool.rebasekit]\nplugin = "plug"\n').pin.constant_file is None
     assert settings_from_text('[tool.rebasekit]\npin-constant = ""\n').pin.constant_file is None
 
 
@@ -99,5 +101,12 @@ def test_settings_read_pin_source_and_globs():
     "table", ['pin-constant = "nocolon"', "rebase-branches = 3", "pin-extra = 1"]
 )
 def test_bad_settings_are_input_errors(table):
-    with pytest.raises(InputError):
+    key = table.split(" ")[0]
+    with pytest.raises(InputError, match=f"pyproject.toml: \\[tool.rebasekit\\] {key}: ") as err:
         settings_from_text(f"[tool.rebasekit]\n{table}\n")
+    assert err.value.hint.startswith(f"write {key} = ")
+
+
+def test_extras_of_the_wrong_shape_are_an_unreadable_pin_not_no_pin():
+    with pytest.raises(SettingsError, match="optional-dependencies"):
+        pin_from_pyproject('[project]\noptional-dependencies = ["vllm==0.26.0"]\n', SOURCE)

@@ -69,7 +69,7 @@ def test_anchored_speculate_equals_plain(
 def test_cache_drafts_match_unanchored_trees(prompts, outputs, chunk):
     """The cache (which anchors on the request's sequences) drafts what plain walks draft."""
     depth = 8
-    cache = SuffixDecodingCache(max_tree_depth=depth, max_cached_requests=2, backoff=None)
+    cache = SuffixDecodingCache(max_tree_depth=depth, max_cached_requests=2, policy=None)
     for r, prompt in enumerate(prompts):
         rid = f"r{r}"
         cache.start_request(rid, np.array(prompt, dtype=np.int64))

@@ -9,7 +9,7 @@ from arctic_inference.suffix_decoding import LoadAwareBackoff, SuffixDecodingCac
 
 
 def make(**kw) -> SuffixDecodingCache:
-    kw.setdefault("backoff", None)
+    kw.setdefault("policy", None)
     return SuffixDecodingCache(max_tree_depth=kw.pop("depth", 16), **kw)
 
 
@@ -174,7 +174,7 @@ def test_error_cases():
 
 def test_backoff_pauses_failing_requests_only_under_load():
     policy = LoadAwareBackoff(busy_batch_size=2, start_budget=2, max_skip=4)
-    c = SuffixDecodingCache(max_tree_depth=16, backoff=policy)
+    c = SuffixDecodingCache(max_tree_depth=16, policy=policy)
     prompt = [1, 2, 3, 4, 5, 6, 7, 8] * 3
     for r in ("a", "b"):
         c.start_request(r, prompt)

@@ -13,7 +13,7 @@ from arctic_inference.suffix_decoding import SlipRecovery, SuffixDecodingCache
 
 def make(**kw) -> SuffixDecodingCache:
     kw.setdefault("max_tree_depth", 16)
-    return SuffixDecodingCache(backoff=None, recovery=False, **kw)
+    return SuffixDecodingCache(policy=None, recovery=False, **kw)
 
 
 def test_full_cache_evicts_a_finished_response_before_an_older_active_one() -> None:
@@ -189,5 +189,5 @@ def test_recovery_boundary_settings_are_valid() -> None:
 
 
 def test_recovery_true_and_false() -> None:
-    assert SuffixDecodingCache(recovery=True, backoff=None).recovery == SlipRecovery()
-    assert SuffixDecodingCache(recovery=False, backoff=None).recovery is None
+    assert SuffixDecodingCache(recovery=True, policy=None).recovery == SlipRecovery()
+    assert SuffixDecodingCache(recovery=False, policy=None).recovery is None

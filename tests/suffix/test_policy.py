@@ -29,7 +29,7 @@ def copy_prompt(rng, n=40, vocab=1000):
 def test_threshold_follows_the_cost_model():
     r = 0.02
     pol = CostAwarePolicy(token_cost=r, busy_batch_size=2)
-    c = SuffixDecodingCache(max_tree_depth=32, max_cached_requests=0, backoff=pol)
+    c = SuffixDecodingCache(max_tree_depth=32, max_cached_requests=0, policy=pol)
     rng = np.random.default_rng(0)
     prompts = [copy_prompt(rng) for _ in range(3)]
     for i, (p, _) in enumerate(prompts):
@@ -52,7 +52,7 @@ def test_threshold_follows_the_cost_model():
 
 def run_copy(policy, n_active, noise_bucket_fail=False, steps=30, seed=1):
     """Drive one request that copies its prompt while n_active - 1 others idle."""
-    c = SuffixDecodingCache(max_tree_depth=64, max_cached_requests=0, backoff=policy)
+    c = SuffixDecodingCache(max_tree_depth=64, max_cached_requests=0, policy=policy)
     rng = np.random.default_rng(seed)
     p, truth = copy_prompt(rng, n=120)
     c.start_request("x", p)
@@ -90,7 +90,7 @@ def test_lone_request_drafts_past_the_match_length_busy_batch_does_not():
 
 def test_calibration_learns_that_short_matches_fail():
     pol = CostAwarePolicy(token_cost=0.05, busy_batch_size=1, min_draft_gain=0.0, forget=0.0)
-    c = SuffixDecodingCache(max_tree_depth=16, max_cached_requests=0, backoff=pol)
+    c = SuffixDecodingCache(max_tree_depth=16, max_cached_requests=0, policy=pol)
     # Token 5 is always followed by 6 in the prompt, but the "model" never agrees.
     c.start_request("r", [5, 6, 1, 5, 6, 2, 5, 6, 3])
     key = ("request", 1)  # a one-token match, first draft token
@@ -114,7 +114,7 @@ def test_calibration_learns_that_short_matches_fail():
 
 def test_sit_out_only_when_busy():
     pol = CostAwarePolicy(busy_batch_size=2, max_skip=4, min_draft_gain=0.0)
-    c = SuffixDecodingCache(max_tree_depth=16, max_cached_requests=0, backoff=pol)
+    c = SuffixDecodingCache(max_tree_depth=16, max_cached_requests=0, policy=pol)
     c.start_request("r", [1, 2, 3, 4, 1, 2])
     c.start_request("o", [9])
     d = c.speculate("r", [1, 2], 4)
@@ -128,7 +128,7 @@ def test_sit_out_only_when_busy():
 
 
 def test_never_draft_and_env_selection():
-    c = SuffixDecodingCache(max_tree_depth=8, backoff=NeverDraft())
+    c = SuffixDecodingCache(max_tree_depth=8, policy=NeverDraft())
     c.start_request("r", [1, 2, 3, 1, 2])
     assert c.speculate("r", [1, 2], 4).token_ids == []
     assert policy_from_env({}) is None  # default: raw tree drafts

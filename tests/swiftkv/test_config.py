@@ -78,10 +78,11 @@ def test_vllm_resolves_the_architecture(registered, ckpt_dir):
 
 
 def test_registration_is_a_plugin_feature():
-    from arctic_inference.utils import import_object
+    import pkgutil
+
     from arctic_inference.vllm.patch_set import ENGINE_FEATURES
 
     (feature,) = [f for f in ENGINE_FEATURES if f.name == "swiftkv"]
     from arctic_inference.vllm.swiftkv.registration import register_swiftkv
 
-    assert import_object(feature.setup) is register_swiftkv
+    assert pkgutil.resolve_name(feature.setup) is register_swiftkv

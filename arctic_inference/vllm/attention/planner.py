@@ -57,9 +57,9 @@ class ForestPlanner:
             return None
         spec = builder.kv_cache_spec
         if builder.use_full_cuda_graph:
-            from arctic_inference.utils import get_logger
+            from vllm.logger import init_logger
 
-            get_logger(__name__).warning(
+            init_logger(f"vllm.{__name__}").warning(
                 "Forest Cascade Attention is configured but full CUDA graphs are on, so no "
                 "batch will be grouped; start with compilation_config="
                 '{"cudagraph_mode": "PIECEWISE"} to use it.'
