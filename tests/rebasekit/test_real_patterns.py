@@ -1,0 +1,87 @@
+"""Few-line plugins reproducing the false findings seen on real plugins, scanned at the pin.
+
+Each folder under ``fixtures_real/`` holds a tiny upstream tree and a plugin written the
+way a real plugin from the package registry writes it; scanned against that upstream,
+the correct answer is "no findings". Patterns rebasekit still gets wrong are marked
+``xfail(strict=True)``: once fixed, the test passes and strict mode turns that into a
+failure, so the marker has to go.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from rebasekit.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures_real"
+
+
+def scan(case: str | Path) -> tuple[int, dict]:
+    root = case if isinstance(case, Path) else FIXTURES / case
+    res = invoke(
+        app,
+        ["scan", "--plugin", root / "plugin" / "plug", "--vllm", root / "upstream", "--json"],
+    )
+    return res.exit_code, json.loads(res.stdout)
+
+
+def assert_clean(case: str) -> None:
+    code, report = scan(case)
+    messages = [f"{f['code']} {f['message']}" for f in report["findings"]]
+    assert report["complete"], report["degradations"]
+    assert (code, messages) == (0, [])
+
+
+def xfail(reason: str):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+@xfail("self._orig_x(...) is read as an unbound call and reported as missing 'self' (RK301)")
+def test_alias_called_through_self_is_a_bound_call():
+    assert_clean("bound_alias")
+
+
+def test_alias_called_through_self_still_checks_the_arguments(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "bound_alias", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("level=level", "depth=level"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 11)]
+    assert "depth" in report["findings"][0]["message"]
+
+
+@xfail("fields of the subclass a patched __new__ returns are reported missing (RK303)")
+def test_fields_of_the_class_new_returns_are_provided():
+    assert_clean("plugin_attributes")
+
+
+@xfail("a module global added by a module patch is reported missing when imported (RK102)")
+def test_names_a_module_patch_adds_are_importable():
+    assert_clean("module_patch_names")
+
+
+@xfail("a staticmethod's first parameter is read as self (RK303 on parser.add_argument_group)")
+def test_staticmethod_first_parameter_is_not_self():
+    assert_clean("staticmethod_first_param")
+
+
+@xfail("Cls.__dict__['m'].__wrapped__ is read as a lookup of the attribute __wrapped__ (RK220)")
+def test_wrapped_function_under_a_classmethod_is_an_alias():
+    assert_clean("dict_wrapped_alias")
+
+
+@xfail("both branches of a vllm_version_is(...) gate are scanned at the 0.23.0 pin (RK101)")
+def test_version_gated_branch_for_another_pin_is_not_scanned():
+    assert_clean("version_gated_branch")
+
+
+@xfail("the first @overload stub is taken as the signature of config (RK301)")
+def test_overloaded_function_binds_against_the_implementation():
+    assert_clean("overload_signature")
