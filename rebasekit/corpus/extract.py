@@ -336,6 +336,7 @@ class _FileVisitor:
     ) -> None:
         via_orig = None
         callee = None
+        through_self = False
         if (
             isinstance(call.func, ast.Attribute)
             and call.func.attr.startswith(ORIG_PREFIX)
@@ -344,6 +345,10 @@ class _FileVisitor:
             alias = next((a for a in patch.orig_aliases if a.alias == call.func.attr), None)
             if alias is not None and patch.target:
                 callee, via_orig = f"{patch.target}.{alias.attr}", alias.alias
+                # the patch copies the alias onto the target too: through the instance it
+                # is a bound method, so the instance is not among the arguments
+                receiver = call.func.value
+                through_self = isinstance(receiver, ast.Name) and receiver.id == "self"
         if callee is None:
             callee = self.expand(dotted(call.func), scope)
             if callee is None or not self.is_upstream(callee):
@@ -361,6 +366,7 @@ class _FileVisitor:
                 in_function=func,
                 via_orig=via_orig,
                 patch=patch.name if patch else None,
+                through_self=through_self,
             )
         )
 

@@ -47,6 +47,7 @@ class UpstreamCall:
     in_function: str | None = None  # qualname of the enclosing plugin function
     via_orig: str | None = None  # the _orig_ alias the call went through, if any
     patch: str | None = None  # the enclosing patch class, if any
+    through_self: bool = False  # ``self._orig_x(...)``: the alias is reached as a bound method
 
 
 @dataclass(frozen=True)

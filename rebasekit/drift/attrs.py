@@ -70,6 +70,8 @@ def attribute_uses(corpus: PluginCorpus, patch: PatchClass) -> list[AttrUse]:
     for func in node.body:
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or not func.args.args:
             continue
+        if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list):
+            continue  # the first parameter is an ordinary argument, not the instance
         self_name = func.args.args[0].arg
         parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
         for sub in ast.walk(func):

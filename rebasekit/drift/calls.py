@@ -126,7 +126,8 @@ def call_sites(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
             if alias.expr.replace(" ", "").endswith(".__func__"):
                 raw.add((patch.name, alias.alias))
     sites = [
-        CallSite(c, bound=False, raw_function=(c.patch, c.via_orig) in raw) for c in corpus.calls
+        CallSite(c, bound=c.through_self, raw_function=(c.patch, c.via_orig) in raw)
+        for c in corpus.calls
     ]
     return sites + super_calls(corpus, index)
 

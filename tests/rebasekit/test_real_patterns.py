@@ -41,7 +41,6 @@ def xfail(reason: str):
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-@xfail("self._orig_x(...) is read as an unbound call and reported as missing 'self' (RK301)")
 def test_alias_called_through_self_is_a_bound_call():
     assert_clean("bound_alias")
 
@@ -67,7 +66,6 @@ def test_names_a_module_patch_adds_are_importable():
     assert_clean("module_patch_names")
 
 
-@xfail("a staticmethod's first parameter is read as self (RK303 on parser.add_argument_group)")
 def test_staticmethod_first_parameter_is_not_self():
     assert_clean("staticmethod_first_param")
 
@@ -82,6 +80,16 @@ def test_version_gated_branch_for_another_pin_is_not_scanned():
     assert_clean("version_gated_branch")
 
 
-@xfail("the first @overload stub is taken as the signature of config (RK301)")
 def test_overloaded_function_binds_against_the_implementation():
     assert_clean("overload_signature")
+
+
+def test_overloaded_function_still_rejects_a_keyword_the_implementation_lacks(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "overload_signature", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("config(config=", "config(options="))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 10)]
+    assert "options" in report["findings"][0]["message"]
