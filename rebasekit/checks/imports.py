@@ -36,6 +36,11 @@ def check_imports(ctx: ScanContext) -> Iterator[Finding]:
         yield from _check_one(ctx, imp)
 
 
+def _module_patch_names(ctx: ScanContext, module: str) -> set[str]:
+    """Names the plugin's patches on ``module`` add to it (``_SP = None`` in the patch)."""
+    return {a.name for p in ctx.corpus.patches if p.target == module for a in p.attributes}
+
+
 def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
     new = ctx.new
     loc = ctx.plugin_loc(imp.relpath, imp.lineno, imp.in_function)
@@ -60,6 +65,8 @@ def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
     res = new.lookup(imp.target)
     if res.status in (Status.FOUND, Status.DYNAMIC):
         return
+    if imp.name in _module_patch_names(ctx, imp.module):
+        return  # the plugin's own module patch puts the name there (patches apply at load)
     if res.status is Status.MODULE_MISSING:
         yield ctx.finding(
             "RK101",

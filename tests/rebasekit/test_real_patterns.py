@@ -61,7 +61,6 @@ def test_fields_of_the_class_new_returns_are_provided():
     assert_clean("plugin_attributes")
 
 
-@xfail("a module global added by a module patch is reported missing when imported (RK102)")
 def test_names_a_module_patch_adds_are_importable():
     assert_clean("module_patch_names")
 
@@ -93,3 +92,15 @@ def test_overloaded_function_still_rejects_a_keyword_the_implementation_lacks(tm
     assert code == 1
     assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 10)]
     assert "options" in report["findings"][0]["message"]
+
+
+def test_a_name_no_module_patch_adds_is_still_missing(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "module_patch_names", case)
+    user = case / "plugin" / "plug" / "user.py"
+    user.write_text(user.read_text().replace("_SP", "_XP"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/user.py")
+    ]
