@@ -396,10 +396,32 @@ def _passthrough(sig, decorators: tuple[str, ...]) -> bool:
     return kinds == [ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD]
 
 
+_UNWRAP = ("__func__", "__wrapped__")
+
+
+def _namespace_key(node: ast.expr) -> str | None:
+    """``"m"`` for ``Target.__dict__["m"]`` or ``vars(Target)["m"]``, else None."""
+    if not (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return None
+    owner = node.value
+    is_dict = isinstance(owner, ast.Attribute) and owner.attr == "__dict__"
+    is_vars = isinstance(owner, ast.Call) and dotted(owner.func) == "vars" and len(owner.args) == 1
+    return node.slice.value if is_dict or is_vars else None
+
+
 def _orig_alias(name: str, stmt: ast.Assign | ast.AnnAssign) -> OrigAlias:
     value = stmt.value
     attr = name[len(ORIG_PREFIX) :]
     unwrapped = None
+    if isinstance(value, ast.Attribute) and value.attr in _UNWRAP:
+        key = _namespace_key(value.value)
+        if key is not None:
+            # ``Target.__dict__["meth"].__wrapped__``: the raw function under a descriptor
+            return OrigAlias(name, key, stmt.lineno, ast.unparse(value), value.attr)
     if isinstance(value, ast.Attribute):
         chain = (dotted(value) or "").split(".")[1:]
         while len(chain) > 1 and chain[-1] in ("__func__", "__wrapped__", "fget"):

@@ -123,7 +123,10 @@ def call_sites(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
     raw: set[tuple[str, str]] = set()
     for patch in corpus.patches:
         for alias in patch.orig_aliases:
-            if alias.expr.replace(" ", "").endswith(".__func__"):
+            if (
+                alias.expr.replace(" ", "").endswith(".__func__")
+                or alias.unwrapped == "__wrapped__"
+            ):
                 raw.add((patch.name, alias.alias))
     sites = [
         CallSite(c, bound=c.through_self, raw_function=(c.patch, c.via_orig) in raw)

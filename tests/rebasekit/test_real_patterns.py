@@ -69,7 +69,6 @@ def test_staticmethod_first_parameter_is_not_self():
     assert_clean("staticmethod_first_param")
 
 
-@xfail("Cls.__dict__['m'].__wrapped__ is read as a lookup of the attribute __wrapped__ (RK220)")
 def test_wrapped_function_under_a_classmethod_is_an_alias():
     assert_clean("dict_wrapped_alias")
 
@@ -104,3 +103,14 @@ def test_a_name_no_module_patch_adds_is_still_missing(tmp_path):
     assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
         ("RK102", "plug/user.py")
     ]
+
+
+def test_wrapped_alias_of_a_method_upstream_removed_is_reported(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "dict_wrapped_alias", case)
+    args = case / "upstream" / "vllm" / "args.py"
+    args.write_text(args.read_text().replace("from_cli_args", "from_args"))
+    code, report = scan(case)
+    assert code == 1
+    rk220 = [f for f in report["findings"] if f["code"] == "RK220"]
+    assert len(rk220) == 1 and "from_cli_args" in rk220[0]["message"]
