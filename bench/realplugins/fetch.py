@@ -98,7 +98,7 @@ def sdist(project: str, version: str) -> Path:
 
 
 def vllm_tree(version: str) -> Path:
-    """The ``vllm`` package folder of release ``version``, from rebasekit's wheel cache."""
+    """The folder holding release ``version``'s ``vllm`` package, from rebasekit's wheel cache."""
     from rebasekit.upstream.wheels import version_tree
 
     return version_tree(version).root

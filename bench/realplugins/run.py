@@ -198,7 +198,8 @@ class Plan:
     runs: list[Run] = field(default_factory=list)
 
 
-def evaluate(plans: list[Plan], work: Path) -> list[Run]:
+def evaluate(plans: list[Plan], work: Path, *, scans_only: bool = False) -> list[Run]:
+    """Every command on every release (``scans_only``: the scans and the pair scans only)."""
     runs: list[Run] = []
     by_family: dict[str, list[Plan]] = collections.defaultdict(list)
     for plan in plans:
@@ -212,6 +213,8 @@ def evaluate(plans: list[Plan], work: Path) -> list[Run]:
         if rel.patch_base:
             configured = ["scan", *base, "--patch-base", rel.patch_base, "--json"]
             runs.append(rebasekit("scan+base", rel.label, configured, src, parse=True))
+        if scans_only:
+            continue
         pb = ["--patch-base", rel.patch_base] if rel.patch_base else []
         runs.append(
             rebasekit("scan-imports", rel.label, ["scan-imports", *base, *pb], src, parse=False)
@@ -271,7 +274,7 @@ def evaluate(plans: list[Plan], work: Path) -> list[Run]:
             ]
             runs.append(rebasekit("scan --from/--to", label, args, old.src, parse=True))
     arctic = by_family.get("arctic-inference", [])
-    if len(arctic) > 1:
+    if len(arctic) > 1 and not scans_only:
         repo = history_repo({p.release.version: p.src for p in arctic}, work / "arctic-history")
         print("arctic-inference history repository", flush=True)
         args = ["compare-pins", "--repo", str(repo), "--history", "--json"]
@@ -377,6 +380,9 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=HERE, help="folder for RESULTS.md and results.json"
     )
+    parser.add_argument(
+        "--scans-only", action="store_true", help="only scan (both configurations) and pair scans"
+    )
     opts = parser.parse_args()
     chosen = [r for r in RELEASES if not opts.only or f"{r.project}=={r.version}" in opts.only]
     plans = []
@@ -385,7 +391,7 @@ def main() -> None:
         pin = read_pin(src)
         plans.append(Plan(rel, src, pin, fetch.vllm_tree(pin)))
     with tempfile.TemporaryDirectory(prefix="rk-realplugins-") as tmp:
-        runs = evaluate(plans, Path(tmp))
+        runs = evaluate(plans, Path(tmp), scans_only=opts.scans_only)
     opts.out.mkdir(parents=True, exist_ok=True)
     (opts.out / "results.json").write_text(
         json.dumps(
