@@ -13,6 +13,7 @@ from rebasekit.checks.registry import register_check
 from rebasekit.checks.suggest import moved_candidates, renamed_candidate
 from rebasekit.context import ScanContext
 from rebasekit.corpus.models import PluginImport
+from rebasekit.corpus.version_gates import runs_at
 from rebasekit.findings import Finding, Severity
 from rebasekit.index import Status
 
@@ -43,6 +44,8 @@ def _module_patch_names(ctx: ScanContext, module: str) -> set[str]:
 
 def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
     new = ctx.new
+    if not runs_at(imp.version_gate, new.tree.version):
+        return  # a branch for other vLLM releases (``if vllm_version_is(...)``)
     loc = ctx.plugin_loc(imp.relpath, imp.lineno, imp.in_function)
     note = _guard_note(imp)
     common = dict(plugin=loc, subject=imp.target, guard=imp.guard)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rebasekit.astutil import dotted
+from rebasekit.corpus import version_gates
 from rebasekit.corpus.models import (
     OrigAlias,
     PatchAttr,
@@ -145,8 +146,16 @@ class _FileVisitor:
         self._collect_calls(tree)
 
     def _collect_imports(
-        self, body: list[ast.stmt], guard: str | None, func: str | None, into: dict[str, str]
+        self,
+        body: list[ast.stmt],
+        guard: str | None,
+        func: str | None,
+        into: dict[str, str],
+        gate: str | None = None,
     ) -> None:
+        def collect(inner_body, inner_guard, inner_func, inner_into, inner_gate=gate):
+            self._collect_imports(inner_body, inner_guard, inner_func, inner_into, inner_gate)
+
         for stmt in body:
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
@@ -155,7 +164,14 @@ class _FileVisitor:
                     if self.is_upstream(alias.name):
                         self.corpus.imports.append(
                             PluginImport(
-                                self.relpath, alias.name, None, bound, stmt.lineno, guard, func
+                                self.relpath,
+                                alias.name,
+                                None,
+                                bound,
+                                stmt.lineno,
+                                guard,
+                                func,
+                                gate,
                             )
                         )
             elif isinstance(stmt, ast.ImportFrom):
@@ -165,39 +181,61 @@ class _FileVisitor:
                         if self.is_upstream(module):
                             self.corpus.imports.append(
                                 PluginImport(
-                                    self.relpath, module, "*", "*", stmt.lineno, guard, func
+                                    self.relpath, module, "*", "*", stmt.lineno, guard, func, gate
                                 )
                             )
                         continue
                     bound = alias.asname or alias.name
-                    into[bound] = f"{module}.{alias.name}"
+                    gated = self._gated_bindings.setdefault(id(into), set())
+                    if gate is None or bound not in gated:
+                        # bound in several version-gated branches: the first one wins
+                        # (usually the branch for the release the plugin was written for)
+                        into[bound] = f"{module}.{alias.name}"
+                    if gate is not None:
+                        gated.add(bound)
                     if self.is_upstream(module):
                         self.corpus.imports.append(
                             PluginImport(
-                                self.relpath, module, alias.name, bound, stmt.lineno, guard, func
+                                self.relpath,
+                                module,
+                                alias.name,
+                                bound,
+                                stmt.lineno,
+                                guard,
+                                func,
+                                gate,
                             )
                         )
             elif isinstance(stmt, ast.If):
                 inner = "type_checking" if is_type_checking_test(stmt.test) else guard
-                self._collect_imports(stmt.body, inner, func, into)
-                self._collect_imports(stmt.orelse, guard, func, into)
+                branches = version_gates.gate(stmt.test)
+                then_gate, else_gate = branches if branches else (None, None)
+                collect(stmt.body, inner, func, into, version_gates.combine(gate, then_gate))
+                collect(stmt.orelse, guard, func, into, version_gates.combine(gate, else_gate))
             elif isinstance(stmt, ast.Try):
                 inner = "try" if guards_import_errors(stmt) else guard
-                self._collect_imports(stmt.body, inner, func, into)
+                collect(stmt.body, inner, func, into)
                 for handler in stmt.handlers:
-                    self._collect_imports(handler.body, inner, func, into)
-                self._collect_imports(stmt.orelse, inner, func, into)
-                self._collect_imports(stmt.finalbody, guard, func, into)
+                    collect(handler.body, inner, func, into)
+                collect(stmt.orelse, inner, func, into)
+                collect(stmt.finalbody, guard, func, into)
             elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.AsyncWith, ast.AsyncFor)):
-                self._collect_imports(stmt.body, guard, func, into)
+                collect(stmt.body, guard, func, into)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local: dict[str, str] = {}
-                self._collect_imports(
+                collect(
                     stmt.body, guard, stmt.name if func is None else f"{func}.{stmt.name}", local
                 )
                 self._function_scopes[id(stmt)] = local
             elif isinstance(stmt, ast.ClassDef):
-                self._collect_imports(stmt.body, guard, func, into)
+                collect(stmt.body, guard, func, into)
+
+    @property
+    def _gated_bindings(self) -> dict[int, set[str]]:
+        """Per binding scope, the names bound by an import under a version gate."""
+        if not hasattr(self, "_gated"):
+            self._gated: dict[int, set[str]] = {}
+        return self._gated
 
     @property
     def _function_scopes(self) -> dict[int, dict[str, str]]:

@@ -27,6 +27,7 @@ class PluginImport:
     lineno: int
     guard: str | None = None  # "type_checking" / "try" / None
     in_function: str | None = None  # set for imports inside a function body
+    version_gate: str | None = None  # PEP 440 specifier of the releases whose branch it is in
 
     @property
     def target(self) -> str:

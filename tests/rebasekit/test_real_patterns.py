@@ -73,7 +73,6 @@ def test_wrapped_function_under_a_classmethod_is_an_alias():
     assert_clean("dict_wrapped_alias")
 
 
-@xfail("both branches of a vllm_version_is(...) gate are scanned at the 0.23.0 pin (RK101)")
 def test_version_gated_branch_for_another_pin_is_not_scanned():
     assert_clean("version_gated_branch")
 
@@ -114,3 +113,12 @@ def test_wrapped_alias_of_a_method_upstream_removed_is_reported(tmp_path):
     assert code == 1
     rk220 = [f for f in report["findings"] if f["code"] == "RK220"]
     assert len(rk220) == 1 and "from_cli_args" in rk220[0]["message"]
+
+
+def test_version_gated_branch_for_the_scanned_release_is_checked(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "version_gated_branch", case)
+    (case / "upstream" / "vllm" / "version.py").write_text('__version__ = "0.24.0"\n')
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK101", 8)]

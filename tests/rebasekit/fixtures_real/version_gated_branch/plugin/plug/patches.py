@@ -1,3 +1,4 @@
+from plug.patching import ArcticPatch
 from plug.utils import vllm_version_is
 
 if vllm_version_is("0.23.0"):
@@ -7,5 +8,8 @@ else:
     from vllm.moe.fused_layer import FusedMoE
 
 
-def forward(layer: FusedMoE, hidden_states, router_logits):
-    return layer.forward(hidden_states, router_logits)
+class FusedMoEPatch(ArcticPatch[FusedMoE]):
+    _orig_forward = FusedMoE.forward
+
+    def forward(self, hidden_states, router_logits):
+        return FusedMoEPatch._orig_forward(self, hidden_states, router_logits)
