@@ -130,12 +130,31 @@ def summarise(report: dict) -> dict:
     }
 
 
+# Set by --rebasekit-src: run rebasekit from that source folder (e.g. an older commit's
+# ``git archive``) instead of the installed one. Editable installs put a meta-path finder
+# ahead of sys.path, so it is dropped before the import.
+_SOURCE_RUNNER = (
+    "import runpy, sys; "
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'Redirecting' not in type(f).__name__ "
+    "and 'Editable' not in type(f).__name__]; "
+    "sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'rebasekit'; "
+    "runpy.run_module('rebasekit', run_name='__main__')"
+)
+REBASEKIT_SRC: Path | None = None
+
+
+def _command() -> list[str]:
+    if REBASEKIT_SRC is None:
+        return [sys.executable, "-m", "rebasekit"]
+    return [sys.executable, "-c", _SOURCE_RUNNER, str(REBASEKIT_SRC)]
+
+
 def rebasekit(command: str, release: str, args: list[str], cwd: Path, *, parse: bool) -> Run:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("REBASEKIT_DEBUG", None)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "rebasekit", *args],
+        [*_command(), *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -255,6 +274,7 @@ def evaluate(plans: list[Plan], work: Path, *, scans_only: bool = False) -> list
             "--write",
             str(book),
             "--force",
+            "--allow-incomplete",  # the plugin declares no patch bases: plan it anyway
         ]
         runs.append(rebasekit("runbook", rel.label, runbook, src, parse=False))
     for family in by_family.values():
@@ -383,7 +403,14 @@ def main() -> None:
     parser.add_argument(
         "--scans-only", action="store_true", help="only scan (both configurations) and pair scans"
     )
+    parser.add_argument(
+        "--rebasekit-src",
+        type=Path,
+        help="folder holding a rebasekit/ package to run instead of the installed one",
+    )
     opts = parser.parse_args()
+    global REBASEKIT_SRC
+    REBASEKIT_SRC = opts.rebasekit_src.resolve() if opts.rebasekit_src else None
     chosen = [r for r in RELEASES if not opts.only or f"{r.project}=={r.version}" in opts.only]
     plans = []
     for rel in chosen:
