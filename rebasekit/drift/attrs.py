@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from rebasekit.corpus.constructed import constructed_class_names
 from rebasekit.corpus.models import PatchClass, PluginCorpus
 from rebasekit.drift.astcache import parse_text
 from rebasekit.drift.shapes import AttrValue, self_assignments
@@ -37,6 +38,9 @@ def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
         for func in node.body:
             if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 names |= set(self_assignments(func))
+        module = parse_text(corpus.source_text(patch.relpath))
+        if module is not None:  # fields of the plugin subclass a patched __new__ returns
+            names |= constructed_class_names(module, node)
     return names
 
 
