@@ -21,6 +21,11 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
 INDEX = "https://pypi.org/simple"
 HELD_OUT = {("arctic-inference", "0.2.0"), ("arctic-inference", "0.3.0")}
 
@@ -102,3 +107,25 @@ def vllm_tree(version: str) -> Path:
     from rebasekit.upstream.wheels import version_tree
 
     return version_tree(version).root
+
+
+def read_pin(src: Path) -> str:
+    """The exact vLLM release the sdist declares: the ``vllm`` extra, requirements, Dockerfile."""
+    pyproject = src / "pyproject.toml"
+    if pyproject.exists():
+        data = tomllib.loads(pyproject.read_text())
+        extra = data.get("project", {}).get("optional-dependencies", {}).get("vllm", [])
+        for req in extra:
+            m = re.fullmatch(r"\s*vllm\s*==\s*([\w.]+)\s*", req)
+            if m:
+                return m.group(1)
+    for req_file in sorted(src.glob("requirements*.txt")):
+        m = re.search(r"^\s*vllm\s*==\s*([\w.]+)", req_file.read_text(), re.M)
+        if m:
+            return m.group(1)
+    dockerfile = src / "Dockerfile"
+    if dockerfile.exists():
+        m = re.search(r"^ARG VLLM_TAG=v?([\w.]+)", dockerfile.read_text(), re.M)
+        if m:
+            return m.group(1)
+    raise SystemExit(f"{src}: no exact vllm pin found (pyproject extra, requirements, Dockerfile)")

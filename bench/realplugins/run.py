@@ -26,7 +26,6 @@ import argparse
 import collections
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,8 +33,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
 import fetch  # noqa: E402
@@ -66,28 +63,6 @@ RELEASES = [
     Release("vllm-ascend", "0.18.0", "vllm_ascend", None, ASCEND_METHOD),
     Release("vllm-ascend", "0.23.0", "vllm_ascend", None, ASCEND_METHOD),
 ]
-
-
-def read_pin(src: Path) -> str:
-    """The exact vLLM release the sdist declares: the ``vllm`` extra, requirements, Dockerfile."""
-    pyproject = src / "pyproject.toml"
-    if pyproject.exists():
-        data = tomllib.loads(pyproject.read_text())
-        extra = data.get("project", {}).get("optional-dependencies", {}).get("vllm", [])
-        for req in extra:
-            m = re.fullmatch(r"\s*vllm\s*==\s*([\w.]+)\s*", req)
-            if m:
-                return m.group(1)
-    for req_file in sorted(src.glob("requirements*.txt")):
-        m = re.search(r"^\s*vllm\s*==\s*([\w.]+)", req_file.read_text(), re.M)
-        if m:
-            return m.group(1)
-    dockerfile = src / "Dockerfile"
-    if dockerfile.exists():
-        m = re.search(r"^ARG VLLM_TAG=v?([\w.]+)", dockerfile.read_text(), re.M)
-        if m:
-            return m.group(1)
-    raise SystemExit(f"{src}: no exact vllm pin found (pyproject extra, requirements, Dockerfile)")
 
 
 @dataclass
@@ -415,7 +390,7 @@ def main() -> None:
     plans = []
     for rel in chosen:
         src = fetch.sdist(rel.project, rel.version)
-        pin = read_pin(src)
+        pin = fetch.read_pin(src)
         plans.append(Plan(rel, src, pin, fetch.vllm_tree(pin)))
     with tempfile.TemporaryDirectory(prefix="rk-realplugins-") as tmp:
         runs = evaluate(plans, Path(tmp), scans_only=opts.scans_only)

@@ -26,10 +26,9 @@ BASELINE_ERRORS = 24  # scan --patch-base ArcticPatch at 0.9.2 before the fixes 
 @pytest.fixture(scope="module")
 def release():
     import fetch
-    from run import read_pin
 
     src = fetch.sdist("arctic-inference", "0.0.9")
-    pin = read_pin(src)
+    pin = fetch.read_pin(src)
     return src, pin, fetch.vllm_tree(pin)
 
 
