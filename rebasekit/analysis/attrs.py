@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rebasekit.analysis.defnodes import def_node
 from rebasekit.analysis.shapes import AttrValue, self_assignments
+from rebasekit.corpus.constructed import constructed_class_names
 from rebasekit.corpus.extract import ORIG_PREFIX
 from rebasekit.corpus.models import PatchClass, PluginCorpus
 from rebasekit.index import CodeIndex, Symbol
@@ -37,6 +38,9 @@ def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
         for func in node.body:
             if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 names |= set(self_assignments(func))
+        module = corpus.module(patch.relpath)
+        if module is not None:  # fields of the plugin subclass a patched __new__ returns
+            names |= constructed_class_names(module, node)
     return names
 
 

@@ -120,10 +120,14 @@ def call_sites(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
     raw: set[tuple[str, str]] = set()
     for patch in corpus.patches:
         for alias in patch.orig_aliases:
-            if alias.expr.replace(" ", "").endswith(".__func__"):
+            if (
+                alias.expr.replace(" ", "").endswith(".__func__")
+                or alias.unwrapped == "__wrapped__"
+            ):
                 raw.add((patch.name, alias.alias))
     sites = [
-        CallSite(c, bound=False, raw_function=(c.patch, c.via_orig) in raw) for c in corpus.calls
+        CallSite(c, bound=c.through_self, raw_function=(c.patch, c.via_orig) in raw)
+        for c in corpus.calls
     ]
     return sites + super_calls(corpus, index)
 

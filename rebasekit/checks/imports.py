@@ -13,6 +13,7 @@ from rebasekit.checks.registry import register_check
 from rebasekit.checks.suggest import moved_candidates, renamed_candidate
 from rebasekit.context import ScanContext
 from rebasekit.corpus.models import PluginImport
+from rebasekit.corpus.version_gates import runs_at
 from rebasekit.findings import Finding, Severity
 from rebasekit.index import Status
 from rebasekit.records import (
@@ -36,8 +37,15 @@ def check_imports(ctx: ScanContext) -> Iterator[Finding]:
         yield from _check_one(ctx, imp)
 
 
+def _module_patch_names(ctx: ScanContext, module: str) -> set[str]:
+    """Names the plugin's patches on ``module`` add to it (``_SP = None`` in the patch)."""
+    return {a.name for p in ctx.corpus.patches if p.target == module for a in p.attributes}
+
+
 def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
     new = ctx.new
+    if not runs_at(imp.version_gate, new.tree.version):
+        return  # a branch for other vLLM releases (``if vllm_version_is(...)``)
     loc = ctx.plugin_loc(imp.relpath, imp.lineno, imp.in_function)
     common = dict(target=imp.target, module=imp.module, guard=imp.guard)
     if new.module(imp.module) is None:
@@ -58,6 +66,8 @@ def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
     res = new.lookup(imp.target)
     if res.status in (Status.FOUND, Status.DYNAMIC):
         return
+    if imp.name in _module_patch_names(ctx, imp.module):
+        return  # the plugin's own module patch puts the name there (patches apply at load)
     if res.status is Status.MODULE_MISSING:
         yield ctx.report(
             ImportModuleMissing(**common, tree=new.tree.label),

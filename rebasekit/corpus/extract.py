@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rebasekit.astutil import dotted
+from rebasekit.corpus import version_gates
 from rebasekit.corpus.models import (
     OrigAlias,
     PatchAttr,
@@ -152,8 +153,16 @@ class _FileVisitor:
         self._collect_calls(tree)
 
     def _collect_imports(
-        self, body: list[ast.stmt], guard: str | None, func: str | None, into: dict[str, str]
+        self,
+        body: list[ast.stmt],
+        guard: str | None,
+        func: str | None,
+        into: dict[str, str],
+        gate: str | None = None,
     ) -> None:
+        def collect(inner_body, inner_guard, inner_func, inner_into, inner_gate=gate):
+            self._collect_imports(inner_body, inner_guard, inner_func, inner_into, inner_gate)
+
         for stmt in body:
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
@@ -162,7 +171,14 @@ class _FileVisitor:
                     if self.is_upstream(alias.name):
                         self.corpus.imports.append(
                             PluginImport(
-                                self.relpath, alias.name, None, bound, stmt.lineno, guard, func
+                                self.relpath,
+                                alias.name,
+                                None,
+                                bound,
+                                stmt.lineno,
+                                guard,
+                                func,
+                                gate,
                             )
                         )
             elif isinstance(stmt, ast.ImportFrom):
@@ -172,39 +188,61 @@ class _FileVisitor:
                         if self.is_upstream(module):
                             self.corpus.imports.append(
                                 PluginImport(
-                                    self.relpath, module, "*", "*", stmt.lineno, guard, func
+                                    self.relpath, module, "*", "*", stmt.lineno, guard, func, gate
                                 )
                             )
                         continue
                     bound = alias.asname or alias.name
-                    into[bound] = f"{module}.{alias.name}"
+                    gated = self._gated_bindings.setdefault(id(into), set())
+                    if gate is None or bound not in gated:
+                        # bound in several version-gated branches: the first one wins
+                        # (usually the branch for the release the plugin was written for)
+                        into[bound] = f"{module}.{alias.name}"
+                    if gate is not None:
+                        gated.add(bound)
                     if self.is_upstream(module):
                         self.corpus.imports.append(
                             PluginImport(
-                                self.relpath, module, alias.name, bound, stmt.lineno, guard, func
+                                self.relpath,
+                                module,
+                                alias.name,
+                                bound,
+                                stmt.lineno,
+                                guard,
+                                func,
+                                gate,
                             )
                         )
             elif isinstance(stmt, ast.If):
                 inner = "type_checking" if is_type_checking_test(stmt.test) else guard
-                self._collect_imports(stmt.body, inner, func, into)
-                self._collect_imports(stmt.orelse, guard, func, into)
+                branches = version_gates.gate(stmt.test)
+                then_gate, else_gate = branches if branches else (None, None)
+                collect(stmt.body, inner, func, into, version_gates.combine(gate, then_gate))
+                collect(stmt.orelse, guard, func, into, version_gates.combine(gate, else_gate))
             elif isinstance(stmt, ast.Try):
                 inner = "try" if guards_import_errors(stmt) else guard
-                self._collect_imports(stmt.body, inner, func, into)
+                collect(stmt.body, inner, func, into)
                 for handler in stmt.handlers:
-                    self._collect_imports(handler.body, inner, func, into)
-                self._collect_imports(stmt.orelse, inner, func, into)
-                self._collect_imports(stmt.finalbody, guard, func, into)
+                    collect(handler.body, inner, func, into)
+                collect(stmt.orelse, inner, func, into)
+                collect(stmt.finalbody, guard, func, into)
             elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.AsyncWith, ast.AsyncFor)):
-                self._collect_imports(stmt.body, guard, func, into)
+                collect(stmt.body, guard, func, into)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local: dict[str, str] = {}
-                self._collect_imports(
+                collect(
                     stmt.body, guard, stmt.name if func is None else f"{func}.{stmt.name}", local
                 )
                 self._function_scopes[id(stmt)] = local
             elif isinstance(stmt, ast.ClassDef):
-                self._collect_imports(stmt.body, guard, func, into)
+                collect(stmt.body, guard, func, into)
+
+    @property
+    def _gated_bindings(self) -> dict[int, set[str]]:
+        """Per binding scope, the names bound by an import under a version gate."""
+        if not hasattr(self, "_gated"):
+            self._gated: dict[int, set[str]] = {}
+        return self._gated
 
     @property
     def _function_scopes(self) -> dict[int, dict[str, str]]:
@@ -295,6 +333,8 @@ class _FileVisitor:
     def _self_reads(patch: PatchClass, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if not func.args.args:
             return
+        if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list):
+            return  # the first parameter is an ordinary argument, not the instance
         self_name = func.args.args[0].arg
         parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
         lines: dict[str, int] = {}
@@ -355,6 +395,7 @@ class _FileVisitor:
     ) -> None:
         via_orig = None
         callee = None
+        through_self = False
         if (
             isinstance(call.func, ast.Attribute)
             and call.func.attr.startswith(ORIG_PREFIX)
@@ -363,6 +404,10 @@ class _FileVisitor:
             alias = next((a for a in patch.orig_aliases if a.alias == call.func.attr), None)
             if alias is not None and patch.target:
                 callee, via_orig = f"{patch.target}.{alias.attr}", alias.alias
+                # the patch copies the alias onto the target too: through the instance it
+                # is a bound method, so the instance is not among the arguments
+                receiver = call.func.value
+                through_self = isinstance(receiver, ast.Name) and receiver.id == "self"
         if callee is None:
             callee = self.expand(dotted(call.func), scope)
             if callee is None or not self.is_upstream(callee):
@@ -380,6 +425,7 @@ class _FileVisitor:
                 in_function=func,
                 via_orig=via_orig,
                 patch=patch.name if patch else None,
+                through_self=through_self,
             )
         )
 
@@ -409,10 +455,32 @@ def _passthrough(sig, decorators: tuple[str, ...]) -> bool:
     return kinds == [ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD]
 
 
+_UNWRAP = ("__func__", "__wrapped__")
+
+
+def _namespace_key(node: ast.expr) -> str | None:
+    """``"m"`` for ``Target.__dict__["m"]`` or ``vars(Target)["m"]``, else None."""
+    if not (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return None
+    owner = node.value
+    is_dict = isinstance(owner, ast.Attribute) and owner.attr == "__dict__"
+    is_vars = isinstance(owner, ast.Call) and dotted(owner.func) == "vars" and len(owner.args) == 1
+    return node.slice.value if is_dict or is_vars else None
+
+
 def _orig_alias(name: str, stmt: ast.Assign | ast.AnnAssign) -> OrigAlias:
     value = stmt.value
     attr = name[len(ORIG_PREFIX) :]
     unwrapped = None
+    if isinstance(value, ast.Attribute) and value.attr in _UNWRAP:
+        key = _namespace_key(value.value)
+        if key is not None:
+            # ``Target.__dict__["meth"].__wrapped__``: the raw function under a descriptor
+            return OrigAlias(name, key, stmt.lineno, ast.unparse(value), value.attr)
     if isinstance(value, ast.Attribute):
         chain = (dotted(value) or "").split(".")[1:]
         while len(chain) > 1 and chain[-1] in ("__func__", "__wrapped__", "fget"):

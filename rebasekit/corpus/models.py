@@ -31,6 +31,7 @@ class PluginImport:
     lineno: int
     guard: str | None = None  # "type_checking" / "try" / None
     in_function: str | None = None  # set for imports inside a function body
+    version_gate: str | None = None  # PEP 440 specifier of the releases whose branch it is in
 
     @property
     def target(self) -> str:
@@ -51,6 +52,7 @@ class UpstreamCall:
     in_function: str | None = None  # qualname of the enclosing plugin function
     via_orig: str | None = None  # the _orig_ alias the call went through, if any
     patch: str | None = None  # the enclosing patch class, if any
+    through_self: bool = False  # ``self._orig_x(...)``: the alias is reached as a bound method
 
 
 @dataclass(frozen=True)

@@ -121,17 +121,46 @@ def _probe_from_table(table: object, where: str) -> Probe:
     )
 
 
+_LIST_KEYS = ("probe", "probes")
+_FORMS = (
+    'TOML [[probe]] tables, or JSON {"probes": [{"label", "file", "regex", ...}]} '
+    '(a bare list, or the key "probe", also reads)'
+)
+
+
+def _probe_items(data: object, where: str) -> object:
+    """The list of probe tables: a bare list, or the ``probe`` / ``probes`` key of a table.
+
+    ``probes`` is the key of the JSON probe files of the rebase workflow this ledger
+    follows; ``probe`` is what TOML's ``[[probe]]`` array of tables produces.
+    """
+    if not isinstance(data, dict):
+        return data
+    present = [k for k in _LIST_KEYS if k in data]
+    if len(present) == 2:
+        raise InputError(
+            f"{where} has both 'probe' and 'probes'",
+            hint="keep one list of probes (merge them under one key)",
+        )
+    if not present:
+        other = ", ".join(sorted(map(str, data))) or "nothing"
+        raise InputError(
+            f"{where} defines no probes (its top level has {other})",
+            hint=f"write the probes as {_FORMS}",
+        )
+    return data[present[0]]
+
+
 def parse_probes(text: str, fmt: str, where: str) -> list[Probe]:
-    """Probes from TOML (``[[probe]]`` tables) or JSON (a list, or ``{"probe": [...]}``)."""
+    """Probes from TOML (``[[probe]]`` tables) or JSON (a list, ``{"probes": [...]}`` or
+    ``{"probe": [...]}``)."""
     try:
         data = json.loads(text) if fmt == "json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"{where} is not valid {fmt.upper()}: {exc}") from None
-    items = data.get("probe", []) if isinstance(data, dict) else data
+    items = _probe_items(data, where)
     if not isinstance(items, list) or not items:
-        raise InputError(
-            f"{where} defines no probes", hint="add [[probe]] tables with a label and a file"
-        )
+        raise InputError(f"{where} defines no probes", hint=f"write the probes as {_FORMS}")
     probes = [_probe_from_table(t, f"{where} probe #{i + 1}") for i, t in enumerate(items)]
     seen: set[str] = set()
     for probe in probes:

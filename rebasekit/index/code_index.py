@@ -40,6 +40,7 @@ class CodeIndex:
         self._name_table: dict[str, list[str]] | None = None
         self.parsed = 0  # modules parsed (cache misses), for benchmarks
         self._own_degradations: list[Degradation] = []
+        self._building: set[str] = set()  # classes whose bases are being resolved
 
     @property
     def degradations(self) -> list[Degradation]:
@@ -189,21 +190,51 @@ class CodeIndex:
             index=self,
         )
         if fact.kind == "class":
-            resolved, external = [], []
-            scope_module = facts.modname
-            for base in fact.bases:
-                if base in ("object", "Generic", "Protocol", "ABC") or base.startswith(
-                    ("typing.", "abc.")
-                ):
-                    continue
-                res = self._lookup(f"{scope_module}.{base}", 1)
-                if res.found and res.symbol is not None and res.symbol.kind == "class":
-                    resolved.append(res.symbol.qualname)
-                else:
-                    external.append(base)
-            sym.bases = tuple(resolved)
-            sym.external_bases = tuple(external)
+            if qualname in self._building:
+                # a base chain that comes back to this class (cyclic re-exports, a class
+                # deriving from its own name): its bases are unknowable, never missing
+                sym.external_bases = tuple(fact.bases)
+                return sym
+            self._building.add(qualname)
+            try:
+                self._resolve_bases(sym, facts, fact, owner)
+            finally:
+                self._building.discard(qualname)
         return sym
+
+    def _resolve_bases(
+        self, sym: Symbol, facts: ModuleFacts, fact: DefFact, owner: str | None
+    ) -> None:
+        resolved, external = [], []
+        for base in fact.bases:
+            if base in ("object", "Generic", "Protocol", "ABC") or base.startswith(
+                ("typing.", "abc.")
+            ):
+                continue
+            res = self._base_lookup(facts, fact, base, owner)
+            if res.found and res.symbol is not None and res.symbol.kind == "class":
+                resolved.append(res.symbol.qualname)
+            else:
+                external.append(base)
+        sym.bases = tuple(resolved)
+        sym.external_bases = tuple(external)
+
+    def _base_lookup(
+        self, facts: ModuleFacts, fact: DefFact, base: str, owner: str | None
+    ) -> Resolution:
+        """Resolve a base expression as Python does: before the class statement binds its name.
+
+        ``class LlamaDecoderLayer(LlamaDecoderLayer)`` derives from what the name meant
+        just before the statement (usually an import), not from the class itself.
+        """
+        head, _, rest = base.partition(".")
+        if owner is None and head == fact.name:
+            earlier = [i for i in facts.imports if i.bound == head and i.lineno < fact.lineno]
+            if not earlier:
+                return Resolution(Status.DYNAMIC, missing=base)
+            target = earlier[-1].target
+            return self._lookup(f"{target}.{rest}" if rest else target, 1)
+        return self._lookup(f"{facts.modname}.{base}", 1)
 
     # -- classes -------------------------------------------------------------------
     def mro(self, cls: Symbol) -> list[Symbol]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from rebasekit.datacodec import record
 
-FACTS_FORMAT = 4  # 4: modules in a newer grammar parse (rebasekit.pyparse) instead of syntax_error
+FACTS_FORMAT = 5  # 5: an @overload stub gives way to the implementation after it
+# 4: modules in a newer grammar parse (rebasekit.pyparse) instead of syntax_error
 
 
 @record

@@ -151,7 +151,7 @@ class _ModuleVisitor:
 
     @staticmethod
     def _add(defs: dict[str, DefFact], fact: DefFact) -> None:
-        defs.setdefault(fact.name, fact)  # first definition wins (if/else twins)
+        _keep_first(defs, fact)
 
     def _assignment(
         self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, guard: str | None
@@ -261,6 +261,23 @@ def class_fact(node: ast.ClassDef, guard: str | None = None) -> DefFact:
     return fact
 
 
+def _is_overload_stub(fact: DefFact) -> bool:
+    return any(
+        d in ("overload", "typing.overload", "typing_extensions.overload") for d in fact.decorators
+    )
+
+
+def _keep_first(defs: dict[str, DefFact], fact: DefFact) -> None:
+    """The first definition of a name wins (if/else twins), except an ``@overload`` stub.
+
+    Overload stubs only describe call forms; the undecorated definition after them is
+    what Python binds the name to, so its signature is the one calls are checked against.
+    """
+    current = defs.get(fact.name)
+    if current is None or (_is_overload_stub(current) and not _is_overload_stub(fact)):
+        defs[fact.name] = fact
+
+
 def _class_body(body: list[ast.stmt], fact: DefFact) -> None:
     members = fact.members
     for stmt in body:
@@ -270,7 +287,7 @@ def _class_body(body: list[ast.stmt], fact: DefFact) -> None:
                 d.endswith((".setter", ".deleter")) for d in member.decorators
             ):
                 continue  # keep the getter as the property's definition
-            members.setdefault(stmt.name, member)
+            _keep_first(members, member)
             _instance_attrs(stmt, fact.instance_attrs)
         elif isinstance(stmt, ast.ClassDef):
             members.setdefault(stmt.name, class_fact(stmt))

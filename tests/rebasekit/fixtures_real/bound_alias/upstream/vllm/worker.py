@@ -1,0 +1,3 @@
+class Worker:
+    def sleep(self, level: int = 1) -> None:
+        pass

@@ -1,0 +1,5 @@
+_TP = None
+
+
+def get_tp_group():
+    return _TP

@@ -1,0 +1,4 @@
+class EngineArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        return parser

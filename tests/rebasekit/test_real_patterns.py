@@ -1,0 +1,131 @@
+"""Few-line plugins reproducing the false findings seen on real plugins, scanned at the pin.
+
+Each folder under ``fixtures_real/`` holds a tiny upstream tree and a plugin written the
+way a real plugin from the package registry writes it; scanned against that upstream,
+the correct answer is "no findings". Next to most, a one-line variant that really is
+broken must still be reported, so a check switched off cannot pass for a fixed one.
+A pattern not yet handled is marked ``pytest.mark.xfail(strict=True, reason=...)``, so
+the marker has to go once it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from cli_runner import invoke
+
+from rebasekit.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures_real"
+
+
+def scan(case: str | Path) -> tuple[int, dict]:
+    root = case if isinstance(case, Path) else FIXTURES / case
+    res = invoke(
+        app,
+        ["scan", "--plugin", root / "plugin" / "plug", "--vllm", root / "upstream", "--json"],
+    )
+    return res.exit_code, json.loads(res.stdout)
+
+
+def assert_clean(case: str) -> None:
+    code, report = scan(case)
+    messages = [f"{f['code']} {f['message']}" for f in report["findings"]]
+    assert report["complete"], report["degradations"]
+    assert (code, messages) == (0, [])
+
+
+def test_alias_called_through_self_is_a_bound_call():
+    assert_clean("bound_alias")
+
+
+def test_alias_called_through_self_still_checks_the_arguments(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "bound_alias", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("level=level", "depth=level"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 11)]
+    assert "depth" in report["findings"][0]["message"]
+
+
+def test_fields_of_the_class_new_returns_are_provided():
+    assert_clean("plugin_attributes")
+
+
+def test_names_a_module_patch_adds_are_importable():
+    assert_clean("module_patch_names")
+
+
+def test_staticmethod_first_parameter_is_not_self():
+    assert_clean("staticmethod_first_param")
+
+
+def test_wrapped_function_under_a_classmethod_is_an_alias():
+    assert_clean("dict_wrapped_alias")
+
+
+def test_version_gated_branch_for_another_pin_is_not_scanned():
+    assert_clean("version_gated_branch")
+
+
+def test_overloaded_function_binds_against_the_implementation():
+    assert_clean("overload_signature")
+
+
+def test_overloaded_function_still_rejects_a_keyword_the_implementation_lacks(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "overload_signature", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("config(config=", "config(options="))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 10)]
+    assert "options" in report["findings"][0]["message"]
+
+
+def test_a_name_no_module_patch_adds_is_still_missing(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "module_patch_names", case)
+    user = case / "plugin" / "plug" / "user.py"
+    user.write_text(user.read_text().replace("_SP", "_XP"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/user.py")
+    ]
+
+
+def test_wrapped_alias_of_a_method_upstream_removed_is_reported(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "dict_wrapped_alias", case)
+    args = case / "upstream" / "vllm" / "args.py"
+    args.write_text(args.read_text().replace("from_cli_args", "from_args"))
+    code, report = scan(case)
+    assert code == 1
+    rk220 = [f for f in report["findings"] if f["code"] == "RK220"]
+    assert len(rk220) == 1 and "from_cli_args" in rk220[0]["message"]
+
+
+def test_version_gated_branch_for_the_scanned_release_is_checked(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "version_gated_branch", case)
+    (case / "upstream" / "vllm" / "version.py").write_text('__version__ = "0.24.0"\n')
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK101", 8)]
+
+
+def test_field_no_constructed_class_has_is_still_reported(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plugin_attributes", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("self.ulysses_size > 1", "self.ring_size > 1"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["details"]["subject"]) for f in report["findings"]] == [
+        ("RK303", "vllm.args.EngineArgs.ring_size")
+    ]

@@ -1,0 +1,49 @@
+"""One real plugin from the package registry, scanned at the vLLM release it pins.
+
+arctic-inference 0.0.9 (its sdist) against vLLM 0.9.2 (its wheel), both fetched once
+into caches outside the repository (``bench/realplugins/fetch.py``). The scan must finish
+as a scan: an exit code for findings, not a crash, and no more error findings than the
+baseline recorded in ``bench/realplugins/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from rebasekit.cli import app
+
+pytestmark = pytest.mark.network
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench" / "realplugins"))
+
+BASELINE_ERRORS = 24  # scan --patch-base ArcticPatch at 0.9.2 before the fixes (RESULTS.md)
+
+
+@pytest.fixture(scope="module")
+def release():
+    import fetch
+
+    src = fetch.sdist("arctic-inference", "0.0.9")
+    pin = fetch.read_pin(src)
+    return src, pin, fetch.vllm_tree(pin)
+
+
+def test_pin_is_read_from_the_sdist(release):
+    _, pin, _ = release
+    assert pin == "0.9.2"
+
+
+def test_scan_at_its_own_pin_finishes_with_at_most_the_baseline_errors(release, monkeypatch):
+    src, _, tree = release
+    monkeypatch.chdir(src)
+    args = ["scan", "--plugin", src / "arctic_inference", "--vllm", tree]
+    res = invoke(app, [*args, "--patch-base", "ArcticPatch", "--json", "--allow-incomplete"])
+    assert res.exit_code in (0, 1), res.output
+    report = json.loads(res.stdout)
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert len(errors) <= BASELINE_ERRORS, [f"{f['code']} {f['message']}" for f in errors]
+    assert "Traceback" not in res.output
