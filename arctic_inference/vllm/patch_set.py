@@ -132,6 +132,11 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         "LlamaSwiftKVForCausalLM (ModelRegistry)",
         setup="arctic_inference.vllm.swiftkv.registration:register_swiftkv",
     ),
+    Feature(
+        name="arctic-speculator-models",
+        summary="register the Arctic MLP/LSTM speculator architectures (ModelRegistry)",
+        setup="arctic_inference.vllm.spec_dec.registration:register_speculators",
+    ),
 )
 
 WORKER_FEATURES: tuple[Feature, ...] = (
