@@ -79,6 +79,13 @@ def always(ctx: PatchContext) -> bool:
     return True
 
 
+def _arctic_on(ctx: PatchContext) -> bool:
+    # Imported lazily: the predicate's module imports vLLM's config classes.
+    from arctic_inference.vllm.spec_dec.spec_config import arctic_on
+
+    return arctic_on(ctx)
+
+
 @dataclasses.dataclass(frozen=True)
 class Feature:
     """One feature of the patch set.
@@ -133,6 +140,13 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         setup="arctic_inference.vllm.swiftkv.registration:register_swiftkv",
     ),
     Feature(
+        name="arctic-speculative-config",
+        summary='speculative_config method="arctic" (and its suffix hybrid, '
+        "disable_by_batch_size) accepted and validated by SpeculativeConfig",
+        patches=("arctic_inference.vllm.spec_dec.spec_config:SpeculativeConfigArcticPatch",),
+        setup="arctic_inference.vllm.spec_dec.spec_config:extend_speculative_config",
+    ),
+    Feature(
         name="arctic-speculator-models",
         summary="register the Arctic MLP/LSTM speculator architectures (ModelRegistry)",
         setup="arctic_inference.vllm.spec_dec.registration:register_speculators",
@@ -171,6 +185,12 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         ),
         args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
         enabled=forest_config.forest_on,
+    ),
+    Feature(
+        name="arctic-proposer",
+        summary='the arctic proposer drafts in GPUModelRunner for method="arctic" (and hybrid)',
+        patches=("arctic_inference.vllm.spec_dec.runner:GPUModelRunnerArcticPatch",),
+        enabled=_arctic_on,
     ),
 )
 

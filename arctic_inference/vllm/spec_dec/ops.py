@@ -14,25 +14,25 @@ are on a CUDA device; everywhere else (CI, CPU tests) the fallback runs.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+import importlib
 
 import torch
 import torch.nn.functional as F
 
-EXTENSION_GLOB = "_spec_ops*.so"
+# Built from csrc/spec_ops only where nvcc and torch were available (see CMakeLists.txt).
+EXTENSION_MODULE = "arctic_inference._spec_ops"
 
 
 @functools.cache
 def extension_loaded() -> bool:
-    """Whether the compiled ops are registered (loads the library once if it was built)."""
+    """Whether the compiled ops are registered (imports the optional module once)."""
     if not torch.cuda.is_available():
         return False
-    package = Path(__file__).resolve().parents[2]
-    for lib in sorted(package.glob(EXTENSION_GLOB)):
-        torch.ops.load_library(str(lib))
-    return hasattr(torch.ops, "arctic_inference") and hasattr(
-        torch.ops.arctic_inference, "speculator_ln"
-    )
+    try:
+        importlib.import_module(EXTENSION_MODULE)
+    except ImportError:
+        return False
+    return hasattr(torch.ops.arctic_inference, "speculator_ln")
 
 
 def _use_kernel(x: torch.Tensor) -> bool:
