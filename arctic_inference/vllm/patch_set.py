@@ -147,6 +147,12 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         setup="arctic_inference.vllm.spec_dec.spec_config:extend_speculative_config",
     ),
     Feature(
+        name="spec-decode-position-stats",
+        summary="per-position acceptance logged over the drafts reaching each position "
+        "(right when draft lengths vary: suffix, hybrid)",
+        patches=("arctic_inference.vllm.spec_dec.stats:SpecDecodingLoggingPatch",),
+    ),
+    Feature(
         name="arctic-speculator-models",
         summary="register the Arctic MLP/LSTM speculator architectures (ModelRegistry)",
         setup="arctic_inference.vllm.spec_dec.registration:register_speculators",
