@@ -20,6 +20,7 @@ hands to the scheduler for suffix decoding too.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,6 +96,8 @@ class ArcticProposer:
         self.disable_by_batch_size = getattr(self.speculative_config, "disable_by_batch_size", None)
         self.max_model_len = vllm_config.model_config.max_model_len
         self.model: torch.nn.Module | None = None
+        # Wall time of propose() (drafts end on the host, so GPU work is included).
+        self.timing = {"calls": 0, "seconds": 0.0}
         self.hybrid = None
         if is_hybrid(self.speculative_config):
             from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter
@@ -157,6 +160,16 @@ class ArcticProposer:
         input_batch: Any,
     ) -> list[list[int]]:
         """One draft (maybe empty) per request of the batch, in batch order."""
+        start = time.perf_counter()
+        try:
+            return self._propose(
+                sampled_token_ids, sample_hidden_states, spec_decode_metadata, input_batch
+            )
+        finally:
+            self.timing["calls"] += 1
+            self.timing["seconds"] += time.perf_counter() - start
+
+    def _propose(self, sampled_token_ids, sample_hidden_states, spec_decode_metadata, input_batch):
         num_draft = None if spec_decode_metadata is None else spec_decode_metadata.num_draft_tokens
         num_tokens = np.asarray(input_batch.num_tokens_no_spec[: len(sampled_token_ids)])
         plan = plan_drafts(
