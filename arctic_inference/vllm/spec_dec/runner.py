@@ -23,6 +23,7 @@ from arctic_inference.vllm.spec_dec.spec_config import ARCTIC_METHOD, uses_arcti
 STAND_IN_METHOD = "suffix"
 
 
+# rebasekit: ignore[RK401] the plugin forces the V1 runner (runner_choice.force_v1_model_runner)
 class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
     """Build and call the arctic proposer for ``method="arctic"``."""
 
