@@ -78,7 +78,11 @@ def collect(target: str, prompts: list[list[int]], gen_len: int, batch: int, dev
             pad_token_id=0,
         )
         full_mask = torch.cat([mask, torch.ones_like(out[:, width:])], dim=1)
-        hidden = model(out, attention_mask=full_mask, output_hidden_states=True).hidden_states[-1]
+        # Left padding: positions count real tokens only, as during generation.
+        positions = (full_mask.cumsum(-1) - 1).clamp(min=0)
+        hidden = model(
+            out, attention_mask=full_mask, position_ids=positions, output_hidden_states=True
+        ).hidden_states[-1]
         seqs.append(out.cpu())
         states.append(hidden.float().cpu())
         starts.extend([width] * len(chunk))
