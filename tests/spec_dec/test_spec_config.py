@@ -172,6 +172,13 @@ def test_serve_flag_reaches_the_config(arctic_config, target, target_config, mlp
     cfg = engine_args.create_speculative_config(target_config, ParallelConfig())
     assert cfg.method == "arctic" and cfg.enable_suffix_decoding is True
 
+    # The short flags too: --spec-method offers the extended method literal.
+    args = parser.parse_args(
+        ["--model", str(target), "--spec-method", "arctic", "--spec-model", str(mlp)]
+    )
+    cfg = EngineArgs.from_cli_args(args).create_speculative_config(target_config, ParallelConfig())
+    assert cfg.method == "arctic" and cfg.num_speculative_tokens == 3
+
 
 def test_other_methods_are_untouched(arctic_config, target_config):
     cfg = build(target_config, method="ngram", num_speculative_tokens=2)

@@ -79,6 +79,12 @@ def extend_speculative_config(ctx: object = None) -> None:
         SpeculativeConfig.__annotations__[name] = tp
         setattr(SpeculativeConfig, name, default)
     rebuild_dataclass(SpeculativeConfig, force=True)
+    # The CLI derives --spec-method's choices from the field type once per class.
+    from vllm.engine import arg_utils
+
+    cached = getattr(arg_utils._compute_kwargs, "cache_clear", None)
+    if cached is not None:
+        cached()
 
 
 def _fail(message: str) -> None:
