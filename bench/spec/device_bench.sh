@@ -4,7 +4,8 @@
 # (see ../shared/gpu/README.md):
 #   bash bench/spec/device_bench.sh train              # MLP + LSTM for copy-llama and small-llama
 #   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
-#   bash bench/spec/device_bench.sh bench MODEL_NAME   # gpu_speed.py on /opt/models/MODEL_NAME
+#   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOAD [ARGS]  # gpu_speed.py, one workload
+#     (one or batch32; one call each keeps a call under the 10-minute limit)
 # Speculators live in /tmp/spec (kept while the machine is warm); logs and JSON go to $OUT.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
@@ -28,9 +29,10 @@ case "$what" in
   test)
     ARCTIC_SPEC_DIR="$SPEC" bash tests/gpu/device_run.sh pytest tests/gpu/test_spec_gpu.py "$@" ;;
   bench)
-    model="${1:-copy-llama}"; short="${model%-llama}"; shift || true
+    model="${1:-copy-llama}"; wl="${2:-one}"; short="${model%-llama}"; shift 2 || shift || true
     python3 bench/spec/gpu_speed.py --model "/opt/models/$model" --mlp "$SPEC/$short-mlp" \
-      --lstm "$SPEC/$short-lstm" --out "$OUT/spec-$short.json" "$@" 2>&1 | tee "$OUT/spec-$short.log"
+      --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$OUT/spec-$short-$wl.json" "$@" \
+      2>&1 | tee "$OUT/spec-$short-$wl.log"
     exit "${PIPESTATUS[0]}" ;;
-  *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME} ..." >&2; exit 2 ;;
+  *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME WORKLOAD} ..." >&2; exit 2 ;;
 esac

@@ -156,10 +156,10 @@ class Engine:
         self.log.close()
 
 
-def summarise(rows: list[dict], names: list[str]) -> dict:
+def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
     """Per workload and config: median/min/max speedup vs none (per repetition) and spec stats."""
     out: dict = {}
-    for wl in WORKLOADS:
+    for wl in workloads:
         for name in names:
             mine = [r for r in rows if r["workload"] == wl and r["config"] == name]
             base = {r["rep"]: r for r in rows if r["workload"] == wl and r["config"] == "none"}
@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompt-len", type=int, default=256)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--gpu-util", type=float, default=0.14)
+    ap.add_argument("--workloads", default="one,batch32", help="comma list of: one, batch32")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if args.serve:
@@ -201,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.model or not args.out:
         print("error: --model and --out are required", file=sys.stderr)
+        return 2
+    workloads = {w: WORKLOADS[w] for w in args.workloads.split(",") if w in WORKLOADS}
+    if not workloads:
+        print(f"error: --workloads names none of {', '.join(WORKLOADS)}", file=sys.stderr)
         return 2
     configs = spec_configs(args)
     logs = args.out.with_suffix(".logs")
@@ -211,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(engines)
     rows = []
     try:
-        for wl, batch in WORKLOADS.items():
+        for wl, batch in workloads.items():
             cmd = dict(batch=batch, prompt_len=args.prompt_len, max_tokens=args.max_tokens, seed=0)
             warm = {n: e.run(loops=1, **cmd) for n, e in engines.items()}  # warm-up, untimed
             fastest = min(w["seconds"] for w in warm.values())
@@ -229,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         for e in engines.values():
             e.close()
     report = {"args": {k: str(v) for k, v in vars(args).items()}, "configs": configs,
-              "rows": rows, "summary": summarise(rows, names)}  # fmt: skip
+              "rows": rows, "summary": summarise(rows, names, workloads)}  # fmt: skip
     args.out.write_text(json.dumps(report, indent=2))
     for key, s in report["summary"].items():
         print(key, json.dumps(s))

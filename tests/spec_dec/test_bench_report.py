@@ -44,3 +44,11 @@ def test_configs_offer_every_row_and_the_batch_cap():
 def test_missing_arguments_exit_2(capsys):
     assert gpu_speed.main([]) == 2
     assert "--model and --out are required" in capsys.readouterr().err
+
+
+def test_unknown_workload_exits_2_before_starting_engines(tmp_path, capsys):
+    assert (
+        gpu_speed.main(["--model", "m", "--out", str(tmp_path / "o.json"), "--workloads", "x"]) == 2
+    )
+    assert "--workloads names none of one, batch32" in capsys.readouterr().err
+    assert not (tmp_path / "o.logs").exists()
