@@ -34,6 +34,7 @@ SUFFIX_BACKOFF = "ARCTIC_INFERENCE_SUFFIX_BACKOFF"
 SUFFIX_TOKEN_COST = "ARCTIC_INFERENCE_SUFFIX_TOKEN_COST"
 SUFFIX_LONE_FACTOR = "ARCTIC_INFERENCE_SUFFIX_LONE_FACTOR"
 SUFFIX_RECOVER = "ARCTIC_INFERENCE_SUFFIX_RECOVER"
+SKIP_SPEC_MODEL_CHECK = "ARCTIC_INFERENCE_SKIP_SPEC_MODEL_CHECK"
 
 # Draft policies of the suffix cache (arctic_inference.suffix_decoding.policy).
 SUFFIX_POLICIES = ("cost", "legacy", "off", "nodraft")
@@ -115,6 +116,12 @@ SETTINGS: tuple[ArcticArg, ...] = (
         help="Slip recovery of suffix decoding: `0` off, `1` on, or "
         "`key=value` overrides (`weight=0.5,skips=1+2`).",
     ),
+    _switch(
+        "skip_spec_model_check",
+        SKIP_SPEC_MODEL_CHECK,
+        "`1` serves an Arctic speculator whose `base_model_archs` does not name the "
+        "target's architecture (otherwise start-up stops with the mismatch).",
+    ),
 )
 
 _BY_ENV: dict[str, ArcticArg] = {s.env: s for s in SETTINGS if s.env is not None}
@@ -145,6 +152,10 @@ def skip_version_check() -> bool:
 
 def skip_runtime_check() -> bool:
     return bool(read(SKIP_RUNTIME_CHECK))
+
+
+def skip_spec_model_check() -> bool:
+    return bool(read(SKIP_SPEC_MODEL_CHECK))
 
 
 def validate_environment(

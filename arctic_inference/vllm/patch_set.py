@@ -83,6 +83,13 @@ def always(ctx: PatchContext) -> bool:
     return True
 
 
+def _arctic_on(ctx: PatchContext) -> bool:
+    # Imported lazily: the predicate's module imports vLLM's config classes.
+    from arctic_inference.vllm.spec_dec.spec_config import arctic_on
+
+    return arctic_on(ctx)
+
+
 @dataclasses.dataclass(frozen=True)
 class Feature:
     """One feature of the patch set.
@@ -137,6 +144,24 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         patches=("arctic_inference.vllm.swiftkv.request_check:InputProcessorSwiftKVPatch",),
         setup="arctic_inference.vllm.swiftkv.registration:register_swiftkv",
     ),
+    Feature(
+        name="arctic-speculative-config",
+        summary='speculative_config method="arctic" (and its suffix hybrid, '
+        "disable_by_batch_size) accepted and validated by SpeculativeConfig",
+        patches=("arctic_inference.vllm.spec_dec.spec_config:SpeculativeConfigArcticPatch",),
+        setup="arctic_inference.vllm.spec_dec.spec_config:extend_speculative_config",
+    ),
+    Feature(
+        name="spec-decode-position-stats",
+        summary="per-position acceptance logged over the drafts reaching each position "
+        "(right when draft lengths vary: suffix, hybrid)",
+        patches=("arctic_inference.vllm.spec_dec.stats:SpecDecodingLoggingPatch",),
+    ),
+    Feature(
+        name="arctic-speculator-models",
+        summary="register the Arctic MLP/LSTM speculator architectures (ModelRegistry)",
+        setup="arctic_inference.vllm.spec_dec.registration:register_speculators",
+    ),
 )
 
 WORKER_FEATURES: tuple[Feature, ...] = (
@@ -174,6 +199,12 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         patches=("arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",),
         args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
         enabled=forest_config.forest_on,
+    ),
+    Feature(
+        name="arctic-proposer",
+        summary='the arctic proposer drafts in GPUModelRunner for method="arctic" (and hybrid)',
+        patches=("arctic_inference.vllm.spec_dec.runner:GPUModelRunnerArcticPatch",),
+        enabled=_arctic_on,
     ),
 )
 

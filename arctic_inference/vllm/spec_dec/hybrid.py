@@ -1,0 +1,127 @@
+"""Hybrid drafting: suffix decoding where the text repeats, the Arctic speculator elsewhere.
+
+Every step both sources may draft for a request; the request takes the suffix
+draft when it promises at least as many accepted tokens as the speculator is
+currently getting accepted, the speculator's draft otherwise. A suffix
+draft's promise is its score (the sum of its tokens' estimated probabilities
+of being reached, i.e. its expected accepted length). The speculator's is
+measured: a running mean of the tokens accepted from its recent drafts,
+starting at its full draft length (so at the start suffix must promise a
+whole speculator draft's worth to win). A suffix draft may be as long as
+``num_speculative_tokens`` (up to the tree depth); the speculator's is its own
+length, so the two lengths differ from request to request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Literal
+
+Source = Literal["suffix", "arctic", "none"]
+
+
+def pick_source(
+    suffix_score: float, suffix_len: int, arctic_expected: float, arctic_ok: bool
+) -> Source:
+    """The draft a request takes this step."""
+    if suffix_len > 0 and (not arctic_ok or suffix_score >= arctic_expected):
+        return "suffix"
+    return "arctic" if arctic_ok else "none"
+
+
+@dataclasses.dataclass
+class AcceptanceEstimate:
+    """Running mean of accepted tokens per speculator draft (exponentially weighted)."""
+
+    expected: float
+    weight: float = 0.05
+    observed: int = 0
+
+    def observe(self, accepted: int) -> None:
+        self.observed += 1
+        # The first observations replace the prior quickly, later ones average.
+        w = max(self.weight, 1.0 / self.observed)
+        self.expected += w * (accepted - self.expected)
+
+
+class HybridDrafter:
+    """Keeps the suffix cache in step with the batch and combines its drafts with the speculator's."""
+
+    def __init__(self, speculative_config: Any, max_model_len: int) -> None:
+        from arctic_inference.suffix_decoding import SuffixDecodingCache
+        from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens
+
+        cfg = speculative_config
+        self.cache = SuffixDecodingCache(
+            max_tree_depth=cfg.suffix_decoding_max_tree_depth,
+            max_cached_requests=cfg.suffix_decoding_max_cached_requests,
+        )
+        self.max_tree_depth = cfg.suffix_decoding_max_tree_depth
+        self.max_spec_factor = cfg.suffix_decoding_max_spec_factor
+        self.min_token_prob = cfg.suffix_decoding_min_token_prob
+        self.max_model_len = max_model_len
+        self.arctic = AcceptanceEstimate(expected=float(arctic_draft_tokens(cfg)))
+        self.last_source: dict[str, Source] = {}
+        self.chosen = {"suffix": 0, "arctic": 0, "none": 0}
+
+    def _observe(self, req_ids: Sequence[str], sampled, num_draft: Sequence[int] | None) -> None:
+        """Learn from last step: tokens accepted from each request's speculator draft."""
+        if num_draft is None:
+            return
+        for i, req_id in enumerate(req_ids):
+            if sampled[i] and num_draft[i] > 0 and self.last_source.get(req_id) == "arctic":
+                self.arctic.observe(len(sampled[i]) - 1)
+
+    def _suffix_draft(self, input_batch: Any, i: int, sampled: list[int], max_tokens: int):
+        req_id = input_batch.req_ids[i]
+        if req_id not in self.cache.active_requests:
+            if req_id in self.cache.cached_requests:
+                self.cache.evict_cached_response(req_id)
+            index = input_batch.req_id_to_index[req_id]
+            n_prompt = input_batch.num_prompt_tokens[index]
+            self.cache.start_request(req_id, input_batch.token_ids_cpu[index, :n_prompt])
+        self.cache.add_active_response(req_id, sampled)
+        n = int(input_batch.num_tokens_no_spec[i])
+        room = min(max_tokens, self.max_model_len - n - 1)
+        if room < 1:
+            return None
+        pattern = input_batch.token_ids_cpu[i, max(0, n - self.max_tree_depth) : n]
+        return self.cache.speculate(
+            req_id,
+            pattern,
+            max_spec_tokens=room,
+            max_spec_factor=self.max_spec_factor,
+            min_token_prob=self.min_token_prob,
+        )
+
+    def combine(
+        self,
+        input_batch: Any,
+        sampled_token_ids: list[list[int]],
+        num_draft: Sequence[int] | None,
+        arctic: dict[int, list[int]],
+        max_tokens: int,
+        drafting: bool,
+    ) -> list[list[int]]:
+        """One draft per request: the suffix's or the speculator's (see the module doc)."""
+        req_ids = list(input_batch.req_ids[: len(sampled_token_ids)])
+        self._observe(req_ids, sampled_token_ids, num_draft)
+        out: list[list[int]] = []
+        for i, sampled in enumerate(sampled_token_ids):
+            req_id = req_ids[i]
+            draft = self._suffix_draft(input_batch, i, sampled, max_tokens) if sampled else None
+            tokens = list(draft.token_ids) if draft is not None else []
+            score = float(draft.score) if draft is not None else 0.0
+            source: Source = "none"
+            if drafting:
+                source = pick_source(score, len(tokens), self.arctic.expected, i in arctic)
+            self.last_source[req_id] = source
+            self.chosen[source] += 1
+            out.append(
+                tokens if source == "suffix" else arctic.get(i, []) if source == "arctic" else []
+            )
+        for gone in self.cache.active_requests - set(input_batch.req_id_to_index):
+            self.cache.stop_request(gone)
+            self.last_source.pop(gone, None)
+        return out

@@ -1,0 +1,189 @@
+"""The arctic proposer: V1's drafter for ``method="arctic"`` (and its hybrid with suffix decoding).
+
+The model runner calls :meth:`ArcticProposer.propose` after each step's
+bookkeeping (see :mod:`.runner`), with the tokens each request sampled this
+step and the hidden states of the rows that sampled them. Per request:
+
+* a partial prefill (nothing sampled) or a request at the context limit gets
+  no draft;
+* the speculator reads the hidden state that produced the request's last
+  sampled token and that token, and drafts up to ``arctic_draft_tokens``;
+* with ``disable_by_batch_size`` set, a step with that many requests or more
+  gets no drafts at all (verification would cost more than it saves);
+* in hybrid mode the suffix cache drafts too, and each request takes the
+  draft that promises more accepted tokens (:mod:`.hybrid`).
+
+Drafts are lists of token ids (lengths vary per request), the form the runner
+hands to the scheduler for suffix decoding too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from arctic_inference.utils import get_logger
+from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens, is_hybrid
+
+logger = get_logger(__name__)
+
+
+def last_sampled_rows(
+    sampled_token_ids: Sequence[Sequence[int]], num_draft_tokens: Sequence[int] | None
+) -> list[int]:
+    """Row of ``sample_hidden_states`` that produced each request's last sampled token.
+
+    Each request owns ``num_draft + 1`` consecutive rows (one when nothing was
+    drafted); of those, the row of its last sampled token is the one after its
+    accepted drafts. Requests that sampled nothing get their first row (unused).
+    """
+    rows: list[int] = []
+    offset = 0
+    for i, tokens in enumerate(sampled_token_ids):
+        n_rows = 1 + (num_draft_tokens[i] if num_draft_tokens is not None else 0)
+        rows.append(offset + max(len(tokens), 1) - 1)
+        offset += n_rows
+    return rows
+
+
+@dataclasses.dataclass
+class DraftPlan:
+    """Which requests the speculator drafts for this step, and how far."""
+
+    rows: list[int]  # request indices in the batch
+    lengths: list[int]  # tokens each may draft (>= 1)
+
+    @property
+    def max_len(self) -> int:
+        return max(self.lengths, default=0)
+
+
+def plan_drafts(
+    sampled_token_ids: Sequence[Sequence[int]],
+    num_tokens_no_spec: Sequence[int],
+    max_model_len: int,
+    num_tokens: int,
+    disable_by_batch_size: int | None,
+) -> DraftPlan:
+    """Pick the requests to draft for and cap each at the context limit."""
+    batch = len(sampled_token_ids)
+    if disable_by_batch_size is not None and batch >= disable_by_batch_size:
+        return DraftPlan([], [])
+    rows, lengths = [], []
+    for i, tokens in enumerate(sampled_token_ids):
+        room = max_model_len - int(num_tokens_no_spec[i]) - 1
+        n = min(num_tokens, room)
+        if tokens and n >= 1:
+            rows.append(i)
+            lengths.append(n)
+    return DraftPlan(rows, lengths)
+
+
+class ArcticProposer:
+    """Drafts with an Arctic speculator (MLP or LSTM) loaded next to the target."""
+
+    def __init__(self, vllm_config: Any, device: torch.device, runner: Any = None) -> None:
+        self.vllm_config = vllm_config
+        self.speculative_config = vllm_config.speculative_config
+        self.device = device
+        self.num_draft_tokens = arctic_draft_tokens(self.speculative_config)
+        self.num_speculative_tokens = self.speculative_config.num_speculative_tokens
+        self.disable_by_batch_size = getattr(self.speculative_config, "disable_by_batch_size", None)
+        self.max_model_len = vllm_config.model_config.max_model_len
+        self.model: torch.nn.Module | None = None
+        # Wall time of propose() (drafts end on the host, so GPU work is included).
+        self.timing = {"calls": 0, "seconds": 0.0}
+        self.hybrid = None
+        if is_hybrid(self.speculative_config):
+            from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter
+
+            self.hybrid = HybridDrafter(self.speculative_config, self.max_model_len)
+
+    # --- loading -------------------------------------------------------------
+
+    def draft_vllm_config(self) -> Any:
+        """The target's config with the speculator as the model (what vLLM's loader builds from)."""
+        return dataclasses.replace(
+            self.vllm_config,
+            model_config=self.speculative_config.draft_model_config,
+            quant_config=None,
+        )
+
+    def load_model(self, target_model: Any = None) -> None:
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader import get_model
+
+        draft = self.draft_vllm_config()
+        with set_current_vllm_config(draft):
+            self.model = get_model(vllm_config=draft, model_config=draft.model_config)
+        self.model_dtype = next(self.model.parameters()).dtype
+        logger.info(
+            "Arctic speculator %s loaded: drafts %d tokens per step%s.",
+            type(self.model).__name__,
+            self.num_draft_tokens,
+            " (hybrid with suffix decoding)" if self.hybrid is not None else "",
+        )
+
+    # --- drafting ------------------------------------------------------------
+
+    @torch.inference_mode()
+    def propose_arctic(
+        self,
+        plan: DraftPlan,
+        sampled_token_ids: Sequence[Sequence[int]],
+        sample_hidden_states: torch.Tensor,
+        num_draft_tokens: Sequence[int] | None,
+    ) -> dict[int, list[int]]:
+        """Speculator drafts for the planned requests: batch index -> tokens."""
+        if not plan.rows:
+            return {}
+        assert self.model is not None, "load_model() was not called"
+        rows = last_sampled_rows(sampled_token_ids, num_draft_tokens)
+        index = torch.tensor([rows[i] for i in plan.rows], device=sample_hidden_states.device)
+        hidden = sample_hidden_states.index_select(0, index).to(self.model_dtype)
+        last = torch.tensor(
+            [sampled_token_ids[i][-1] for i in plan.rows], device=hidden.device, dtype=torch.long
+        )
+        drafts = self.model.generate_proposals(last, hidden, plan.max_len).cpu().numpy()
+        return {i: drafts[j, :n].tolist() for j, (i, n) in enumerate(zip(plan.rows, plan.lengths))}
+
+    def propose(
+        self,
+        sampled_token_ids: list[list[int]],
+        sample_hidden_states: torch.Tensor,
+        spec_decode_metadata: Any,
+        input_batch: Any,
+    ) -> list[list[int]]:
+        """One draft (maybe empty) per request of the batch, in batch order."""
+        start = time.perf_counter()
+        try:
+            return self._propose(
+                sampled_token_ids, sample_hidden_states, spec_decode_metadata, input_batch
+            )
+        finally:
+            self.timing["calls"] += 1
+            self.timing["seconds"] += time.perf_counter() - start
+
+    def _propose(self, sampled_token_ids, sample_hidden_states, spec_decode_metadata, input_batch):
+        num_draft = None if spec_decode_metadata is None else spec_decode_metadata.num_draft_tokens
+        num_tokens = np.asarray(input_batch.num_tokens_no_spec[: len(sampled_token_ids)])
+        plan = plan_drafts(
+            sampled_token_ids,
+            num_tokens,
+            self.max_model_len,
+            self.num_draft_tokens,
+            self.disable_by_batch_size,
+        )
+        arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
+        if self.hybrid is None:
+            return [arctic.get(i, []) for i in range(len(sampled_token_ids))]
+        limit = self.disable_by_batch_size
+        drafting = limit is None or len(sampled_token_ids) < limit
+        return self.hybrid.combine(
+            input_batch, sampled_token_ids, num_draft, arctic, self.num_speculative_tokens, drafting
+        )

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The Arctic speculator on the lent H200: train, test, measure. From the project root, after
+# `source .gpu2/device-env.sh` and `bash tests/gpu/device_run.sh install`
+# (see ../shared/gpu/README.md):
+#   bash bench/spec/device_bench.sh train              # MLP + LSTM for copy-llama and small-llama
+#   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
+#   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOAD [ARGS]  # gpu_speed.py, one workload
+#     (one or batch32; one call each keeps a call under the 10-minute limit)
+# Speculators live in /tmp/spec (kept while the machine is warm); logs and JSON go to $OUT.
+set -uo pipefail
+OUT="${OUT:-/tmp/gpu-out}"
+SPEC=/tmp/spec
+mkdir -p "$OUT" "$SPEC"
+export VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
+what="${1:-}"; shift || true
+case "$what" in
+  train)
+    for model in copy-llama small-llama; do
+      short="${model%-llama}"
+      for kind in mlp lstm; do
+        [ -f "$SPEC/$short-$kind/config.json" ] && continue
+        python3 bench/spec/train_speculator.py --target "/opt/models/$model" \
+          --out "$SPEC/$short-$kind" --kind "$kind" > "$OUT/train-$short-$kind.log" 2>&1 \
+          || { tail -20 "$OUT/train-$short-$kind.log"; exit 2; }
+        tail -2 "$OUT/train-$short-$kind.log"
+        cp "$SPEC/$short-$kind/training.json" "$OUT/training-$short-$kind.json"
+      done
+    done ;;
+  test)
+    ARCTIC_SPEC_DIR="$SPEC" bash tests/gpu/device_run.sh pytest tests/gpu/test_spec_gpu.py "$@" ;;
+  bench)
+    model="${1:-copy-llama}"; wl="${2:-one}"; short="${model%-llama}"; shift 2 || shift || true
+    python3 bench/spec/gpu_speed.py --model "/opt/models/$model" --mlp "$SPEC/$short-mlp" \
+      --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$OUT/spec-$short-$wl.json" "$@" \
+      2>&1 | tee "$OUT/spec-$short-$wl.log"
+    exit "${PIPESTATUS[0]}" ;;
+  *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME WORKLOAD} ..." >&2; exit 2 ;;
+esac

@@ -1,0 +1,245 @@
+"""Arctic speculator vs no speculation, suffix and hybrid, side by side on one GPU.
+
+Every configuration is one engine process kept alive for the whole run (this
+script re-invoked with ``--serve``, JSON commands over stdin/stdout), so phases
+interleave A B C ... A B C without rebuilding engines. Workloads:
+
+* ``one``: requests one at a time (latency-bound; where drafting pays most);
+* ``batch32``: 32 concurrent requests (compute-bound; where drafting can cost).
+
+Prompts re-quote earlier spans of their context half of the time (the copy
+workload copy-llama is trained for) and are fresh random text otherwise. Each
+phase repeats its prompt set ``loops`` times, chosen after warm-up so the
+fastest engine's phase lasts at least ``--min-phase`` seconds; every engine uses
+the same count. Per phase: generated tokens / s, and from vLLM's counters the
+drafts, drafted and accepted tokens (accepted tokens per step = 1 + accepted /
+drafts; draft acceptance = accepted / drafted); for the arctic engines the
+proposer's own time per call (``ArcticProposer.timing``).
+
+vLLM 0.26.0's built-in ``mlp_speculator`` cannot be the anchor row: its V1 model
+runner has no proposer for that method (the ``MLPSpeculatorPreTrainedModel``
+entry of the model registry is commented out and ``GPUModelRunner`` raises
+"Unknown speculative decoding method"), so there is no vLLM number to compare.
+
+    python bench/spec/gpu_speed.py --model /opt/models/copy-llama \\
+        --mlp /tmp/spec/copy-mlp --lstm /tmp/spec/copy-lstm --out bench/spec/gpu_copy.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WORKLOADS = {"one": 1, "batch32": 32}
+COUNTERS = {
+    "vllm:spec_decode_num_drafts": "drafts",
+    "vllm:spec_decode_num_draft_tokens": "drafted",
+    "vllm:spec_decode_num_accepted_tokens": "accepted",
+}
+
+
+def spec_configs(args) -> dict[str, dict | None]:
+    configs: dict[str, dict | None] = {"none": None}
+    if args.mlp:
+        configs["arctic-mlp"] = {"method": "arctic", "model": args.mlp}
+    if args.lstm:
+        configs["arctic-lstm"] = {"method": "arctic", "model": args.lstm}
+    configs["suffix"] = {"method": "suffix", "num_speculative_tokens": args.suffix_tokens}
+    if args.mlp or args.lstm:
+        configs["hybrid"] = {
+            "method": "arctic",
+            "model": args.lstm or args.mlp,
+            "enable_suffix_decoding": True,
+            "num_speculative_tokens": args.suffix_tokens,
+        }
+    for name, cfg in configs.items():
+        if cfg is not None and name != "suffix" and args.disable_by_batch_size:
+            cfg["disable_by_batch_size"] = args.disable_by_batch_size
+    return configs
+
+
+def prompts_for(vocab: int, n: int, length: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        doc = [rng.randrange(4, vocab) for _ in range(length)]
+        if i % 2 == 0:
+            start = rng.randrange(0, length // 2)
+            doc += doc[start : start + length // 4]
+        out.append(doc)
+    return out
+
+
+def _proposer_timing(worker) -> dict:
+    drafter = getattr(worker.model_runner, "drafter", None)
+    return dict(getattr(drafter, "timing", {}) or {})
+
+
+def serve(model: str, spec: dict | None, gpu_util: float) -> None:
+    """Engine process: answer one JSON line per command read from stdin."""
+    os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    kw = dict(
+        model=model, dtype="bfloat16", gpu_memory_utilization=gpu_util, seed=0,
+        max_model_len=2048, skip_tokenizer_init=True, disable_log_stats=False,
+    )  # fmt: skip
+    if spec:
+        kw["speculative_config"] = spec
+    llm = LLM(**kw)
+    vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
+
+    def counters() -> dict:
+        got = dict.fromkeys(COUNTERS.values(), 0.0)
+        for m in llm.get_metrics():
+            if m.name in COUNTERS:
+                got[COUNTERS[m.name]] += float(m.value)
+        return got
+
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        prompts = prompts_for(vocab, cmd["batch"], cmd["prompt_len"], cmd["seed"])
+        sp = SamplingParams(temperature=0.0, max_tokens=cmd["max_tokens"], ignore_eos=True)
+        before, t_before = counters(), llm.collective_rpc(_proposer_timing)[0]
+        start = time.perf_counter()
+        generated = 0
+        for _ in range(cmd["loops"]):
+            outs = llm.generate(
+                [TokensPrompt(prompt_token_ids=p) for p in prompts], sp, use_tqdm=False
+            )
+            generated += sum(len(o.outputs[0].token_ids) for o in outs)
+        elapsed = time.perf_counter() - start
+        after, t_after = counters(), llm.collective_rpc(_proposer_timing)[0]
+        delta = {k: after[k] - before[k] for k in after}
+        calls = t_after.get("calls", 0) - t_before.get("calls", 0)
+        secs = t_after.get("seconds", 0.0) - t_before.get("seconds", 0.0)
+        print(json.dumps({
+            "seconds": elapsed, "tokens": generated, "tok_per_s": generated / elapsed,
+            "propose_ms": 1000 * secs / calls if calls else None, **delta,
+        }), flush=True)  # fmt: skip
+
+
+class Engine:
+    def __init__(self, name: str, model: str, spec: dict | None, gpu_util: float, log: Path):
+        self.name = name
+        self.log = log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", model, json.dumps(spec), str(gpu_util)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+        )  # fmt: skip
+        self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"engine {self.name} died; see {self.log.name}")
+        return json.loads(line)
+
+    def run(self, **cmd) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
+        self.log.close()
+
+
+def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
+    """Per workload and config: median/min/max speedup vs none (per repetition) and spec stats."""
+    out: dict = {}
+    for wl in workloads:
+        for name in names:
+            mine = [r for r in rows if r["workload"] == wl and r["config"] == name]
+            base = {r["rep"]: r for r in rows if r["workload"] == wl and r["config"] == "none"}
+            ratios = [r["tok_per_s"] / base[r["rep"]]["tok_per_s"] for r in mine]
+            drafts = sum(r["drafts"] for r in mine)
+            drafted = sum(r["drafted"] for r in mine)
+            accepted = sum(r["accepted"] for r in mine)
+            ms = [r["propose_ms"] for r in mine if r["propose_ms"] is not None]
+            out[f"{wl}/{name}"] = {
+                "speedup_median": statistics.median(ratios),
+                "speedup_min": min(ratios),
+                "speedup_max": max(ratios),
+                "phase_seconds_min": min(r["seconds"] for r in mine),
+                "accepted_per_step": 1 + accepted / drafts if drafts else None,
+                "draft_acceptance": accepted / drafted if drafted else None,
+                "propose_ms_median": statistics.median(ms) if ms else None,
+            }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--serve", nargs=3, metavar=("MODEL", "SPEC", "UTIL"), help=argparse.SUPPRESS)
+    ap.add_argument("--model")
+    ap.add_argument("--mlp", help="arctic MLP speculator checkpoint")
+    ap.add_argument("--lstm", help="arctic LSTM speculator checkpoint")
+    ap.add_argument("--suffix-tokens", type=int, default=16)
+    ap.add_argument("--disable-by-batch-size", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--min-phase", type=float, default=10.0)
+    ap.add_argument("--prompt-len", type=int, default=256)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--gpu-util", type=float, default=0.14)
+    ap.add_argument("--workloads", default="one,batch32", help="comma list of: one, batch32")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    if args.serve:
+        model, spec, util = args.serve
+        serve(model, json.loads(spec), float(util))
+        return 0
+    if not args.model or not args.out:
+        print("error: --model and --out are required", file=sys.stderr)
+        return 2
+    workloads = {w: WORKLOADS[w] for w in args.workloads.split(",") if w in WORKLOADS}
+    if not workloads:
+        print(f"error: --workloads names none of {', '.join(WORKLOADS)}", file=sys.stderr)
+        return 2
+    configs = spec_configs(args)
+    logs = args.out.with_suffix(".logs")
+    logs.mkdir(parents=True, exist_ok=True)
+    engines = {
+        n: Engine(n, args.model, c, args.gpu_util, logs / f"{n}.log") for n, c in configs.items()
+    }
+    names = list(engines)
+    rows = []
+    try:
+        for wl, batch in workloads.items():
+            cmd = dict(batch=batch, prompt_len=args.prompt_len, max_tokens=args.max_tokens, seed=0)
+            warm = {n: e.run(loops=1, **cmd) for n, e in engines.items()}  # warm-up, untimed
+            fastest = min(w["seconds"] for w in warm.values())
+            loops = max(1, int(args.min_phase / fastest + 0.999))
+            for rep in range(args.reps):
+                order = names[rep % len(names) :] + names[: rep % len(names)]
+                for name in order:
+                    r = engines[name].run(loops=loops, **dict(cmd, seed=rep + 1))
+                    rows.append({"workload": wl, "config": name, "rep": rep, "loops": loops, **r})
+                    print(
+                        f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s",
+                        flush=True,
+                    )
+    finally:
+        for e in engines.values():
+            e.close()
+    report = {"args": {k: str(v) for k, v in vars(args).items()}, "configs": configs,
+              "rows": rows, "summary": summarise(rows, names, workloads)}  # fmt: skip
+    args.out.write_text(json.dumps(report, indent=2))
+    for key, s in report["summary"].items():
+        print(key, json.dumps(s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The speculator bench's summary: per-repetition ratios against that repetition's baseline."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "spec"))
+import gpu_speed  # noqa: E402
+
+
+def _row(wl, config, rep, tps, drafts=0, drafted=0, accepted=0, ms=None):
+    return dict(workload=wl, config=config, rep=rep, tok_per_s=tps, seconds=10.0 + rep,
+                drafts=drafts, drafted=drafted, accepted=accepted, propose_ms=ms)  # fmt: skip
+
+
+def test_ratios_are_taken_per_repetition():
+    rows = []
+    for wl in gpu_speed.WORKLOADS:
+        rows += [_row(wl, "none", 0, 100), _row(wl, "none", 1, 200), _row(wl, "none", 2, 100)]
+        rows += [
+            _row(wl, "arctic-mlp", 0, 300, drafts=10, drafted=30, accepted=15, ms=1.0),
+            _row(wl, "arctic-mlp", 1, 300, drafts=10, drafted=30, accepted=15, ms=3.0),
+            _row(wl, "arctic-mlp", 2, 250, drafts=20, drafted=60, accepted=30, ms=2.0),
+        ]
+    s = gpu_speed.summarise(rows, ["none", "arctic-mlp"])["one/arctic-mlp"]
+    assert (s["speedup_median"], s["speedup_min"], s["speedup_max"]) == (2.5, 1.5, 3.0)
+    assert s["accepted_per_step"] == 1 + 60 / 40 and s["draft_acceptance"] == 0.5
+    assert s["propose_ms_median"] == 2.0 and s["phase_seconds_min"] == 10.0
+    assert gpu_speed.summarise(rows, ["none"])["batch32/none"]["accepted_per_step"] is None
+
+
+def test_configs_offer_every_row_and_the_batch_cap():
+    class Args:
+        mlp, lstm, suffix_tokens, disable_by_batch_size = "/m", "/l", 16, 24
+
+    configs = gpu_speed.spec_configs(Args)
+    assert list(configs) == ["none", "arctic-mlp", "arctic-lstm", "suffix", "hybrid"]
+    assert configs["hybrid"]["enable_suffix_decoding"] is True
+    assert configs["arctic-mlp"]["disable_by_batch_size"] == 24
+    assert "disable_by_batch_size" not in configs["suffix"]
+
+
+def test_missing_arguments_exit_2(capsys):
+    assert gpu_speed.main([]) == 2
+    assert "--model and --out are required" in capsys.readouterr().err
+
+
+def test_unknown_workload_exits_2_before_starting_engines(tmp_path, capsys):
+    assert (
+        gpu_speed.main(["--model", "m", "--out", str(tmp_path / "o.json"), "--workloads", "x"]) == 2
+    )
+    assert "--workloads names none of one, batch32" in capsys.readouterr().err
+    assert not (tmp_path / "o.logs").exists()

@@ -1,0 +1,207 @@
+"""The arctic proposer and the runner patch on the CPU, with the real vLLM objects.
+
+Real: the ``VllmConfig`` with the arctic ``SpeculativeConfig`` (built and
+validated by vLLM with the patch in), the speculator loaded by vLLM's model
+loader from a tiny checkpoint, vLLM's ``InputBatch`` on the CPU (the suffix
+tests' runner stand-in writes each step's sampled ids the way the model
+runner's bookkeeping does), ``SpecDecodeMetadata`` and the real
+``GPUModelRunner`` class (an instance made without its GPU-only ``__init__``).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.spec_dec.conftest import HIDDEN, VOCAB, make_spec_ckpt
+from tests.spec_dec.test_spec_config import target, target_config  # noqa: F401 (fixtures)
+from tests.suffix.test_vllm_proposer import Runner
+
+pytestmark = pytest.mark.usefixtures("registered", "one_rank_group")
+
+
+@pytest.fixture
+def arctic(reverted_patches):
+    from arctic_inference.vllm.spec_dec.spec_config import (
+        SpeculativeConfigArcticPatch,
+        extend_speculative_config,
+    )
+
+    SpeculativeConfigArcticPatch.apply()
+    extend_speculative_config()
+
+
+@pytest.fixture(scope="module")
+def lstm(spec_root):
+    return make_spec_ckpt(spec_root, "prop-lstm", kind="lstm")
+
+
+@pytest.fixture
+def make_proposer(arctic, target_config, lstm):  # noqa: F811
+    from vllm.config import DeviceConfig, ParallelConfig, SpeculativeConfig, VllmConfig
+
+    from arctic_inference.vllm.spec_dec.proposer import ArcticProposer
+
+    def make(**spec):
+        spec_cfg = SpeculativeConfig(
+            method="arctic",
+            model=str(lstm),
+            target_model_config=target_config,
+            target_parallel_config=ParallelConfig(),
+            **spec,
+        )
+        cfg = VllmConfig(
+            model_config=target_config,
+            speculative_config=spec_cfg,
+            device_config=DeviceConfig(device="cpu"),
+        )
+        proposer = ArcticProposer(cfg, torch.device("cpu"))
+        proposer.load_model(None)
+        return proposer
+
+    return make
+
+
+def _batch(monkeypatch, prompts: dict[str, list[int]], max_len: int = 256) -> Runner:
+    runner = Runner(monkeypatch, max_len=max_len)
+    runner.batch.vocab_size = VOCAB
+    for req_id, prompt in prompts.items():
+        runner.add(req_id, prompt)
+    return runner
+
+
+def test_drafts_read_the_row_of_each_requests_last_sampled_token(make_proposer, monkeypatch):
+    from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
+
+    proposer = make_proposer(num_speculative_tokens=3)
+    runner = _batch(monkeypatch, {"a": [1, 2, 3], "b": [4, 5], "c": [6, 7, 8, 9]})
+    # Last step verified drafts of 3, 0 and 2 tokens: rows a0..a3 | b0 | c0..c2.
+    meta = SpecDecodeMetadata.make_dummy([[11, 12, 13], [], [14, 15]], device=torch.device("cpu"))
+    sampled = runner.step({"a": [21, 22], "b": [23], "c": [24, 25, 26]})
+    hidden = torch.randn(4 + 1 + 3, HIDDEN, generator=torch.Generator().manual_seed(0)) * 3
+    drafts = proposer.propose(sampled, hidden, meta, runner.batch)
+
+    # a accepted one draft (row 1), b none (row 4), c both (row 7).
+    expected = proposer.model.generate_proposals(
+        torch.tensor([22, 23, 26]), hidden[[1, 4, 7]], 3
+    ).tolist()
+    assert drafts == expected
+    assert all(len(d) == 3 for d in drafts)
+
+
+def test_partial_prefill_and_context_limit(make_proposer, monkeypatch):
+    proposer = make_proposer(num_speculative_tokens=4)
+    runner = _batch(monkeypatch, {"a": [1] * 250, "b": [2, 3], "c": [4] * 10}, max_len=256)
+    sampled = runner.step({"a": [5, 6], "c": [7]})  # b is still prefilling: nothing sampled
+    hidden = torch.randn(3, HIDDEN)
+    drafts = proposer.propose(sampled, hidden, None, runner.batch)
+    # a has 252 tokens of 256: room for 3 drafts (the last slot is the bonus token).
+    assert [len(d) for d in drafts] == [3, 0, 4]
+
+
+def test_disable_by_batch_size_turns_drafting_off(make_proposer, monkeypatch):
+    proposer = make_proposer(num_speculative_tokens=3, disable_by_batch_size=3)
+    runner = _batch(monkeypatch, {"a": [1, 2], "b": [3, 4], "c": [5, 6]})
+    sampled = runner.step({"a": [7], "b": [8], "c": [9]})
+    assert proposer.propose(sampled, torch.randn(3, HIDDEN), None, runner.batch) == [[], [], []]
+    runner.remove("c")
+    sampled = runner.step({"a": [10], "b": [11]})
+    assert [
+        len(d) for d in proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch)
+    ] == [3, 3]
+
+
+def test_hybrid_takes_suffix_drafts_where_the_text_repeats(make_proposer, monkeypatch):
+    proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
+    assert proposer.hybrid is not None and proposer.num_draft_tokens == 3
+    loop = [30, 31, 32, 33, 34, 35, 36, 37]
+    runner = _batch(monkeypatch, {"rep": loop * 4, "new": [90, 91, 92, 93]})
+    sampled = runner.step({"rep": [30], "new": [94]})
+    drafts = proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch)
+    # The repeating prompt continues its loop for the full suffix length; the fresh one
+    # has no match and takes the speculator's three tokens.
+    assert drafts[0] == loop[1:] + [30]
+    assert len(drafts[1]) == 3 and proposer.hybrid.last_source == {"rep": "suffix", "new": "arctic"}
+
+
+def test_hybrid_learns_the_speculators_acceptance(make_proposer, monkeypatch):
+    from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
+
+    proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
+    runner = _batch(monkeypatch, {"x": [50, 51, 52, 53]})
+    sampled = runner.step({"x": [54]})
+    (draft,) = proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch)
+    assert proposer.hybrid.last_source["x"] == "arctic" and proposer.hybrid.arctic.expected == 3.0
+    # The verifier accepted none of the three drafts: only the correction token came back.
+    meta = SpecDecodeMetadata.make_dummy([draft], device=torch.device("cpu"))
+    sampled = runner.step({"x": [60]})
+    proposer.propose(sampled, torch.randn(4, HIDDEN), meta, runner.batch)
+    assert proposer.hybrid.arctic.expected == 0.0
+
+
+@pytest.mark.parametrize(
+    "score, length, expected, arctic_ok, source",
+    [
+        (3.5, 6, 3.0, True, "suffix"),
+        (2.0, 6, 3.0, True, "arctic"),
+        (2.0, 6, 3.0, False, "suffix"),
+        (9.0, 0, 3.0, True, "arctic"),
+        (0.0, 0, 3.0, False, "none"),
+    ],
+)
+def test_pick_source(score, length, expected, arctic_ok, source):
+    from arctic_inference.vllm.spec_dec.hybrid import pick_source
+
+    assert pick_source(score, length, expected, arctic_ok) == source
+
+
+def _bare_runner(drafter, spec_config, input_batch):
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    runner = GPUModelRunner.__new__(GPUModelRunner)
+    runner.speculative_config = spec_config
+    runner.drafter = drafter
+    runner.input_batch = input_batch
+    return runner
+
+
+def test_runner_patch_hands_arctic_steps_to_the_proposer(make_proposer, monkeypatch):
+    from vllm.v1.core.sched.output import SchedulerOutput
+
+    from arctic_inference.vllm.spec_dec.runner import GPUModelRunnerArcticPatch
+
+    GPUModelRunnerArcticPatch.apply()
+    proposer = make_proposer(num_speculative_tokens=2)
+    batch = _batch(monkeypatch, {"a": [1, 2, 3]})
+    sampled = batch.step({"a": [4]})
+    runner = _bare_runner(proposer, proposer.speculative_config, batch.batch)
+    hidden = torch.randn(1, HIDDEN)
+    out = runner.propose_draft_token_ids(
+        SchedulerOutput.make_empty(), sampled, None, hidden, hidden, None, None, None, None
+    )
+    assert out == proposer.model.generate_proposals(torch.tensor([4]), hidden, 2).tolist()
+
+
+def test_runner_patch_leaves_other_methods_to_vllm(reverted_patches, monkeypatch, target_config):  # noqa: F811
+    from vllm.config import DeviceConfig, SpeculativeConfig, VllmConfig
+    from vllm.v1.core.sched.output import SchedulerOutput
+    from vllm.v1.spec_decode.suffix_decoding import SuffixDecodingProposer
+
+    from arctic_inference.vllm.spec_dec.runner import GPUModelRunnerArcticPatch
+
+    GPUModelRunnerArcticPatch.apply()
+    spec = SpeculativeConfig(method="suffix", num_speculative_tokens=4)
+    cfg = VllmConfig(
+        model_config=target_config,
+        speculative_config=spec,
+        device_config=DeviceConfig(device="cpu"),
+    )
+    batch = _batch(monkeypatch, {"a": [7, 8, 9, 7, 8, 9, 7, 8]})
+    sampled = batch.step({"a": [9]})
+    runner = _bare_runner(SuffixDecodingProposer(cfg), spec, batch.batch)
+    sched = SchedulerOutput.make_empty()
+    sched.num_spec_tokens_to_schedule = 4
+    out = runner.propose_draft_token_ids(sched, sampled, None, None, None, None, None, None, None)
+    # The text is 789789789: its suffix 789789 matched at the start continues with 789,
+    # and the text ends there.
+    assert out == [[7, 8, 9]]
