@@ -56,6 +56,7 @@ from arctic_inference.utils import get_logger, import_object
 from arctic_inference.vllm import rl_args
 from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm.attention import forest_config
+from arctic_inference.vllm.ulysses import sp_args
 
 logger = get_logger(__name__)
 
@@ -131,6 +132,16 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         summary="register the llama_swiftkv config (AutoConfig) and "
         "LlamaSwiftKVForCausalLM (ModelRegistry)",
         setup="arctic_inference.vllm.swiftkv.registration:register_swiftkv",
+    ),
+    Feature(
+        name="ulysses-engine",
+        summary="sequence/shift parallelism: config refused before GPU work when invalid, "
+        "executor sized for PP x SP x TP workers (no-op unless SP > 1, checked per config)",
+        patches=(
+            "arctic_inference.vllm.ulysses.engine_patches:ExecutorClassPatch",
+            "arctic_inference.vllm.ulysses.engine_patches:MultiprocSizesPatch",
+        ),
+        args=sp_args.ARGS,
     ),
 )
 
