@@ -178,6 +178,17 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
         enabled=forest_config.forest_on,
     ),
+    Feature(
+        name="ulysses-worker",
+        summary="sequence parallelism in the worker: SP/TP/folded groups, attention over "
+        "heads/SP between two all-to-alls, each rank runs its block of the step's tokens",
+        patches=(
+            "arctic_inference.vllm.ulysses.worker_patches:ParallelStateSPPatch",
+            "arctic_inference.vllm.ulysses.worker_patches:AttentionSPPatch",
+            "arctic_inference.vllm.ulysses.worker_patches:ModelRunnerSPPatch",
+        ),
+        enabled=sp_args.ulysses_on,
+    ),
 )
 
 _FEATURES: dict[Side, tuple[Feature, ...]] = {

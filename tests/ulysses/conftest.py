@@ -52,11 +52,17 @@ def build_config(
         monkeypatch.delenv(name, raising=False)
 
     def build(
-        heads: int = 8, kv_heads: int = 2, arctic: dict[str, Any] | None = None, **parallel: Any
+        heads: int = 8,
+        kv_heads: int = 2,
+        arctic: dict[str, Any] | None = None,
+        enforce_eager: bool = True,
+        **parallel: Any,
     ) -> Any:
         return VllmConfig(
             model_config=ModelConfig(
-                model=str(llama_dir(heads, kv_heads)), skip_tokenizer_init=True
+                model=str(llama_dir(heads, kv_heads)),
+                skip_tokenizer_init=True,
+                enforce_eager=enforce_eager,
             ),
             device_config=DeviceConfig(device="cpu"),
             parallel_config=ParallelConfig(**parallel),

@@ -31,14 +31,28 @@ def test_sp_off_is_no_plan(build_config: Build) -> None:
 
 def test_valid_sp_config_gives_its_layout_and_heads(build_config: Build) -> None:
     config = build_config(
-        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True},
+        arctic={"ulysses_sequence_parallel_size": 2, "shift_parallel_threshold": 64},
         tensor_parallel_size=2,
     )
     plan = check_config(config)
     assert plan is not None
     assert plan.layout == ParallelLayout(dp=1, pp=1, sp=2, tp=2)
     assert (plan.heads.heads_per_rank, plan.heads.kv_heads_per_rank) == (2, 1)
-    assert plan.shift.enabled and plan.shift.threshold == 512
+    assert not plan.shift.enabled and plan.shift.threshold == 64
+
+
+def test_shift_with_sp_is_refused_until_the_folded_weights_are_wired(build_config: Build) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True}
+    )
+    message = refusal(config)
+    assert "--enable-shift-parallel is not available yet" in message
+    assert "drop --enable-shift-parallel" in message
+
+
+def test_sp_without_enforce_eager_is_refused(build_config: Build) -> None:
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False)
+    assert "add --enforce-eager" in refusal(config)
 
 
 def test_shift_without_sp_is_refused(build_config: Build) -> None:

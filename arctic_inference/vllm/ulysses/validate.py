@@ -79,8 +79,20 @@ def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
             f"{SP_FLAG}={sp} patches vLLM's V1 model runner, but this config uses the "
             f"V2 runner; unset {V2_RUNNER_ENV} (or set it to 0)."
         )
+    if shift.enabled:
+        raise SequenceParallelConfigError(
+            f"{SHIFT_FLAG} is not available yet: the step selector, the folded weight "
+            "views and the CUDA-graph keys exist, but the model runner does not yet "
+            "install the folded weights, so FOLDED steps would compute with the wrong "
+            f"shards; drop {SHIFT_FLAG} (SP alone runs)."
+        )
     if vllm_config.model_config is None:
         raise SequenceParallelConfigError(f"{SP_FLAG}={sp} needs a model config.")
+    if not vllm_config.model_config.enforce_eager:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} runs eagerly for now (the all-to-alls are not yet "
+            "captured in vLLM's compiled graphs); add --enforce-eager."
+        )
     num_heads, num_kv_heads = _model_heads(vllm_config.model_config)
     try:
         heads = check_head_split(num_heads, num_kv_heads, sp, parallel.tensor_parallel_size)
