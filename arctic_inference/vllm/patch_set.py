@@ -58,6 +58,7 @@ from arctic_inference.patching import ArcticPatch, PatchRecord, applied_patches
 from arctic_inference.vllm import rl_args
 from arctic_inference.vllm.args import ArcticArg, arctic_value, register_arctic_arg
 from arctic_inference.vllm.attention import forest_config
+from arctic_inference.vllm.ulysses import sp_args
 
 # Named under vLLM's own logger tree, the one vLLM configures: its handler, format and
 # VLLM_LOGGING_LEVEL apply to the plugin's lines in every process.
@@ -162,6 +163,16 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         summary="register the Arctic MLP/LSTM speculator architectures (ModelRegistry)",
         setup="arctic_inference.vllm.spec_dec.registration:register_speculators",
     ),
+    Feature(
+        name="ulysses-engine",
+        summary="sequence/shift parallelism: config refused before GPU work when invalid, "
+        "executor sized for PP x SP x TP workers (no-op unless SP > 1, checked per config)",
+        patches=(
+            "arctic_inference.vllm.ulysses.engine_patches:ExecutorClassPatch",
+            "arctic_inference.vllm.ulysses.engine_patches:MultiprocSizesPatch",
+        ),
+        args=sp_args.ARGS,
+    ),
 )
 
 WORKER_FEATURES: tuple[Feature, ...] = (
@@ -205,6 +216,17 @@ WORKER_FEATURES: tuple[Feature, ...] = (
         summary='the arctic proposer drafts in GPUModelRunner for method="arctic" (and hybrid)',
         patches=("arctic_inference.vllm.spec_dec.runner:GPUModelRunnerArcticPatch",),
         enabled=_arctic_on,
+    ),
+    Feature(
+        name="ulysses-worker",
+        summary="sequence parallelism in the worker: SP/TP/folded groups, attention over "
+        "heads/SP between two all-to-alls, each rank runs its block of the step's tokens",
+        patches=(
+            "arctic_inference.vllm.ulysses.worker_patches:ParallelStateSPPatch",
+            "arctic_inference.vllm.ulysses.worker_patches:AttentionSPPatch",
+            "arctic_inference.vllm.ulysses.worker_patches:ModelRunnerSPPatch",
+        ),
+        enabled=sp_args.ulysses_on,
     ),
 )
 

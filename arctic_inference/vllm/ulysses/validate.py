@@ -1,0 +1,107 @@
+"""Refuse what sequence or shift parallelism cannot run, before any GPU work.
+
+:func:`check_config` is called on the engine side right after vLLM built the
+``VllmConfig`` (:mod:`.patches`), so a bad combination stops ``vllm serve`` or
+``LLM(...)`` with one message naming the setting and the fix, instead of a
+hang or a shape error inside a worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from arctic_inference.vllm.runner_choice import V2_RUNNER_ENV
+from arctic_inference.vllm.ulysses.heads import HeadSplit, HeadSplitError, check_head_split
+from arctic_inference.vllm.ulysses.layout import ParallelLayout
+from arctic_inference.vllm.ulysses.sp_args import ShiftSettings, shift_settings, sp_size
+
+SP_FLAG = "--ulysses-sequence-parallel-size"
+SHIFT_FLAG = "--enable-shift-parallel"
+
+# Executors whose worker start-up the patches cover.
+SUPPORTED_EXECUTORS = ("mp", "uni", None)
+
+
+class SequenceParallelConfigError(ValueError):
+    """A configuration sequence or shift parallelism cannot run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceParallelPlan:
+    """What a valid SP > 1 config runs: the layout, the head split and shift."""
+
+    layout: ParallelLayout
+    heads: HeadSplit
+    shift: ShiftSettings
+
+
+def _model_heads(model_config: Any) -> tuple[int, int]:
+    text = model_config.hf_text_config
+    return int(text.num_attention_heads), int(model_config.get_total_num_kv_heads())
+
+
+def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
+    """The plan for this config, ``None`` when SP is off, or a clear refusal."""
+    sp = sp_size(vllm_config)
+    shift = shift_settings(vllm_config)
+    if sp == 1:
+        if shift.enabled:
+            raise SequenceParallelConfigError(
+                f"{SHIFT_FLAG} needs {SP_FLAG} of 2 or more (shift parallelism switches "
+                "between the SP x TP layout and TP folded from it); set "
+                f"{SP_FLAG} 2 or drop {SHIFT_FLAG}."
+            )
+        return None
+    parallel = vllm_config.parallel_config
+    if parallel.pipeline_parallel_size > 1:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} with pipeline_parallel_size="
+            f"{parallel.pipeline_parallel_size} is not supported (the sequence split "
+            "is not carried across pipeline stages); use --pipeline-parallel-size 1 "
+            f"or {SP_FLAG} 1."
+        )
+    if parallel.prefill_context_parallel_size > 1 or parallel.decode_context_parallel_size > 1:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} cannot be combined with vLLM's context parallelism "
+            f"(prefill_context_parallel_size={parallel.prefill_context_parallel_size}, "
+            f"decode_context_parallel_size={parallel.decode_context_parallel_size}); "
+            "set both to 1 or use one of the two."
+        )
+    if parallel.distributed_executor_backend not in SUPPORTED_EXECUTORS:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} needs vLLM's multiprocessing executor, got "
+            f"distributed_executor_backend={parallel.distributed_executor_backend!r}; "
+            "use --distributed-executor-backend mp."
+        )
+    if vllm_config.use_v2_model_runner:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} patches vLLM's V1 model runner, but this config uses the "
+            f"V2 runner; unset {V2_RUNNER_ENV} (or set it to 0)."
+        )
+    if shift.enabled:
+        raise SequenceParallelConfigError(
+            f"{SHIFT_FLAG} is not available yet: the step selector, the folded weight "
+            "views and the CUDA-graph keys exist, but the model runner does not yet "
+            "install the folded weights, so FOLDED steps would compute with the wrong "
+            f"shards; drop {SHIFT_FLAG} (SP alone runs)."
+        )
+    if vllm_config.model_config is None:
+        raise SequenceParallelConfigError(f"{SP_FLAG}={sp} needs a model config.")
+    if not vllm_config.model_config.enforce_eager:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} runs eagerly for now (the all-to-alls are not yet "
+            "captured in vLLM's compiled graphs); add --enforce-eager."
+        )
+    num_heads, num_kv_heads = _model_heads(vllm_config.model_config)
+    try:
+        heads = check_head_split(num_heads, num_kv_heads, sp, parallel.tensor_parallel_size)
+    except HeadSplitError as err:
+        raise SequenceParallelConfigError(f"{SP_FLAG}={sp} cannot run this model: {err}") from None
+    layout = ParallelLayout(
+        dp=parallel.data_parallel_size,
+        pp=parallel.pipeline_parallel_size,
+        sp=sp,
+        tp=parallel.tensor_parallel_size,
+    )
+    return SequenceParallelPlan(layout=layout, heads=heads, shift=shift)

@@ -1,0 +1,233 @@
+"""Worker-side patches that run a step in the SP layout (applied only when SP > 1).
+
+* ``initialize_model_parallel``: vLLM is asked for TP = SP x TP, which gives
+  the right PP, DP and EP groups for the DP x PP x SP x TP world
+  (:mod:`.layout`); then the SP groups, the SP layout's TP groups and the
+  folded groups are built from :class:`~.layout.ParallelLayout`, and the TP
+  group vLLM hands to its layers becomes the SP layout's.
+* ``Attention``: built with ``heads / SP`` query and KV heads (so the backend
+  and the KV cache are sized for what the rank holds after the all-to-all);
+  in an SP step its forward is wrapped in :class:`~.all_to_all.UlyssesExchange`.
+* ``GPUModelRunner.execute_model``: picks the step's layout
+  (:func:`~.shift.select_mode`) and runs the step under it (:func:`.groups.step`).
+* ``GPUModelRunner._model_forward``: in an SP step each rank runs its block of
+  the tokens (:class:`~.token_split.TokenSplit`) and the hidden states are
+  gathered over the SP group before logits and sampling.
+
+Each patched method reads the config of the object it runs for and does what
+vLLM does when that config has SP = 1 (several engines may share a process).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from vllm.config import get_current_vllm_config
+from vllm.distributed import parallel_state
+from vllm.model_executor.layers.attention.attention import Attention
+from vllm.v1.attention.backend import AttentionType
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+from arctic_inference.patching import ArcticPatch
+from arctic_inference.vllm.ulysses import groups
+from arctic_inference.vllm.ulysses.all_to_all import UlyssesExchange
+from arctic_inference.vllm.ulysses.layout import ParallelLayout
+from arctic_inference.vllm.ulysses.shift import StepMode, select_mode
+from arctic_inference.vllm.ulysses.sp_args import shift_settings, sp_size
+from arctic_inference.vllm.ulysses.token_split import TokenSplit
+
+
+def build_groups(layout: ParallelLayout, backend: str | None) -> groups.SequenceParallelGroups:
+    """Create this worker's SP, TP and folded groups (every rank creates every group)."""
+    local_rank = parallel_state.get_world_group().local_rank
+    make = parallel_state.init_model_parallel_group
+
+    def lists(group_ranks: list[tuple[int, ...]]) -> list[list[int]]:
+        return [list(g) for g in group_ranks]  # vLLM's own form: lists of ranks
+
+    return groups.SequenceParallelGroups(
+        layout=layout,
+        sp=make(lists(layout.sp_groups()), local_rank, backend, group_name="arctic_sp"),
+        tp=make(
+            lists(layout.tp_groups()),
+            local_rank,
+            backend,
+            use_message_queue_broadcaster=True,
+            group_name="tp",
+        ),
+        folded=make(
+            lists(layout.folded_tp_groups()),
+            local_rank,
+            backend,
+            use_message_queue_broadcaster=True,
+            group_name="arctic_folded_tp",
+        ),
+    )
+
+
+class ParallelStateSPPatch(ArcticPatch[parallel_state]):
+    """Build vLLM's groups for a world with SP, then the SP groups on top."""
+
+    _orig_initialize_model_parallel = parallel_state.initialize_model_parallel
+
+    def initialize_model_parallel(
+        tensor_model_parallel_size: int = 1,
+        pipeline_model_parallel_size: int = 1,
+        prefill_context_model_parallel_size: int = 1,
+        decode_context_model_parallel_size: int | None = 1,
+        backend: str | None = None,
+    ) -> None:
+        config = get_current_vllm_config()
+        sp = sp_size(config)
+        if sp == 1:
+            ParallelStateSPPatch._orig_initialize_model_parallel(
+                tensor_model_parallel_size,
+                pipeline_model_parallel_size,
+                prefill_context_model_parallel_size,
+                decode_context_model_parallel_size,
+                backend,
+            )
+            return
+        layout = ParallelLayout(
+            dp=config.parallel_config.data_parallel_size,
+            pp=pipeline_model_parallel_size,
+            sp=sp,
+            tp=tensor_model_parallel_size,
+        )
+        world = torch.distributed.get_world_size()
+        if world != layout.world_size:
+            raise RuntimeError(
+                f"the distributed world has {world} ranks but DP x PP x SP x TP = "
+                f"{layout.dp} x {layout.pp} x {layout.sp} x {layout.tp} = {layout.world_size}."
+            )
+        ParallelStateSPPatch._orig_initialize_model_parallel(
+            sp * tensor_model_parallel_size,
+            pipeline_model_parallel_size,
+            prefill_context_model_parallel_size,
+            decode_context_model_parallel_size,
+            backend,
+        )
+        built = build_groups(layout, backend)
+        # vLLM's own TP group of this call is the SP x TP block in world order; the
+        # folded group replaces it (TP-major order), the SP layout's TP group is
+        # what vLLM's layers get outside FOLDED steps.
+        parallel_state._TP = built.tp
+        groups.install(built)
+
+
+# rebasekit: ignore[RK401] pixtral.Attention is its vision encoder's own layer, run on image patches outside the token split
+class AttentionSPPatch(ArcticPatch[Attention]):
+    """Attention over ``heads / SP`` heads, wrapped in the two all-to-alls."""
+
+    _orig___init__ = Attention.__init__
+    _orig_forward = Attention.forward
+
+    def __init__(
+        self,
+        num_heads: int,
+        head_size: int,
+        scale: float,
+        num_kv_heads: int | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
+        sp = sp_size(get_current_vllm_config())
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        decoder = kwargs.get("attn_type", AttentionType.DECODER) == AttentionType.DECODER
+        exchange = None
+        if sp > 1 and decoder:
+            exchange = UlyssesExchange(sp, num_heads, kv_heads, head_size, group=None)
+            num_heads, kv_heads = num_heads // sp, max(1, kv_heads // sp)
+        AttentionSPPatch._orig___init__(
+            self, num_heads, head_size, scale, kv_heads, *args, **kwargs
+        )
+        self._arctic_ulysses = exchange
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        output_shape: torch.Size | None = None,
+        output_dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
+        exchange = getattr(self, "_arctic_ulysses", None)
+        sp_groups = groups.current()
+        if exchange is None or sp_groups is None or sp_groups.mode is not StepMode.SP:
+            return AttentionSPPatch._orig_forward(
+                self, query, key, value, output_shape, output_dtype
+            )
+        if output_shape is not None:
+            raise NotImplementedError(
+                "sequence parallelism supports attention whose output has the query's shape."
+            )
+        exchange.group = sp_groups.sp.device_group
+
+        def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            tokens = q.shape[0]
+            out = AttentionSPPatch._orig_forward(
+                self,
+                q.reshape(tokens, -1),
+                k.reshape(tokens, -1),
+                v.reshape(tokens, -1),
+                None,
+                output_dtype,
+            )
+            return out.reshape(tokens, q.shape[1], -1)
+
+        return exchange(query, key, value, attend)
+
+
+# rebasekit: ignore[RK401] the V2 runner is refused for SP configs (validate.check_config) and the plugin forces V1
+class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
+    """Run each step in its layout; in the SP layout each rank runs a block of tokens."""
+
+    _orig_execute_model = GPUModelRunner.execute_model
+    _orig__model_forward = GPUModelRunner._model_forward
+
+    def execute_model(self, scheduler_output: Any, intermediate_tensors: Any = None) -> Any:
+        if groups.current() is None:
+            return ModelRunnerSPPatch._orig_execute_model(
+                self, scheduler_output, intermediate_tensors
+            )
+        mode = select_mode(
+            scheduler_output.total_num_scheduled_tokens, shift_settings(self.vllm_config)
+        )
+        with groups.step(mode):
+            return ModelRunnerSPPatch._orig_execute_model(
+                self, scheduler_output, intermediate_tensors
+            )
+
+    def _model_forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        intermediate_tensors: Any = None,
+        inputs_embeds: torch.Tensor | None = None,
+        **model_kwargs: Any,
+    ) -> Any:
+        sp_groups = groups.current()
+        if sp_groups is None or sp_groups.mode is not StepMode.SP:
+            return ModelRunnerSPPatch._orig__model_forward(
+                self, input_ids, positions, intermediate_tensors, inputs_embeds, **model_kwargs
+            )
+        tokens = input_ids if input_ids is not None else inputs_embeds
+        split = TokenSplit(
+            num_tokens=tokens.shape[0],
+            sp=sp_groups.layout.sp,
+            rank=sp_groups.sp.rank_in_group,
+        )
+        hidden = ModelRunnerSPPatch._orig__model_forward(
+            self,
+            split.take(input_ids),
+            None if positions is None else split.take(positions, dim=positions.dim() - 1),
+            intermediate_tensors,
+            split.take(inputs_embeds),
+            **model_kwargs,
+        )
+        if not isinstance(hidden, torch.Tensor):
+            raise NotImplementedError(
+                "sequence parallelism supports models that return one hidden-state tensor."
+            )
+        return split.trim(sp_groups.sp.all_gather(hidden, dim=0))

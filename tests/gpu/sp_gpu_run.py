@@ -1,0 +1,43 @@
+"""One engine for the sequence-parallel GPU test: greedy float32 tokens as JSON.
+
+Usage: python sp_gpu_run.py --tp N --sp M   (run with ARCTIC_INFERENCE_ENABLED=1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+MODEL = os.environ.get("ARCTIC_GPU_TEST_MODEL", "/opt/models/tiny-llama")
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "In a distant galaxy, the",
+    " ".join(["long context token"] * 300),  # a prefill of ~900 tokens
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tp", type=int, required=True)
+    parser.add_argument("--sp", type=int, required=True)
+    args = parser.parse_args()
+
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(
+        MODEL,
+        dtype="float32",
+        tensor_parallel_size=args.tp,
+        enforce_eager=True,
+        enable_prefix_caching=False,
+        gpu_memory_utilization=0.5,
+        additional_config={"arctic": {"ulysses_sequence_parallel_size": args.sp}},
+    )
+    outputs = llm.generate(PROMPTS, SamplingParams(temperature=0.0, max_tokens=32))
+    print(json.dumps({"token_ids": [list(o.outputs[0].token_ids) for o in outputs]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Sequence parallelism on two GPUs: greedy float32 tokens of SP=2 equal TP=2's.
+
+Needs two CUDA devices (the nvidia-h200-x2 kind); skipped with the reason otherwise.
+Each engine runs in its own process (sp_gpu_run.py), the plugin on in both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+RUNNER = Path(__file__).with_name("sp_gpu_run.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+needs_two = pytest.mark.skipif(
+    _gpus() < 2, reason="needs 2 CUDA GPUs (nvidia-h200-x2); SP=2 and TP=2 each use two"
+)
+
+
+def run_engine(tp: int, sp: int) -> list[list[int]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
+    existing = env.get("PYTHONPATH")
+    env.update(
+        ARCTIC_INFERENCE_ENABLED="1",
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join([str(REPO)] + ([existing] if existing else [])),
+    )
+    if "ARCTIC_GPU_TEST_MODEL" in os.environ:
+        env["ARCTIC_GPU_TEST_MODEL"] = os.environ["ARCTIC_GPU_TEST_MODEL"]
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "--tp", str(tp), "--sp", str(sp)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"engine tp={tp} sp={sp} failed:\n{log[-6000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])["token_ids"]
+
+
+@needs_two
+def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
+    tp2 = run_engine(tp=2, sp=1)
+    sp2 = run_engine(tp=1, sp=2)
+    print("\nTP=2:", tp2)
+    print("SP=2:", sp2)
+    assert len(tp2) == 4 and all(len(t) == 32 for t in tp2)
+    assert sp2 == tp2

@@ -1,0 +1,108 @@
+"""Config validation on real vLLM 0.26.0 configs: each refusal names the setting and
+the fix; a valid config yields the layout it will run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.vllm
+
+from arctic_inference.vllm.ulysses.layout import ParallelLayout  # noqa: E402
+from arctic_inference.vllm.ulysses.validate import (  # noqa: E402
+    SequenceParallelConfigError,
+    check_config,
+)
+
+Build = Callable[..., Any]
+
+
+def refusal(config: Any) -> str:
+    with pytest.raises(SequenceParallelConfigError) as info:
+        check_config(config)
+    return str(info.value)
+
+
+def test_sp_off_is_no_plan(build_config: Build) -> None:
+    assert check_config(build_config()) is None
+
+
+def test_valid_sp_config_gives_its_layout_and_heads(build_config: Build) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2, "shift_parallel_threshold": 64},
+        tensor_parallel_size=2,
+    )
+    plan = check_config(config)
+    assert plan is not None
+    assert plan.layout == ParallelLayout(dp=1, pp=1, sp=2, tp=2)
+    assert (plan.heads.heads_per_rank, plan.heads.kv_heads_per_rank) == (2, 1)
+    assert not plan.shift.enabled and plan.shift.threshold == 64
+
+
+def test_shift_with_sp_is_refused_until_the_folded_weights_are_wired(build_config: Build) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True}
+    )
+    message = refusal(config)
+    assert "--enable-shift-parallel is not available yet" in message
+    assert "drop --enable-shift-parallel" in message
+
+
+def test_sp_without_enforce_eager_is_refused(build_config: Build) -> None:
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False)
+    assert "add --enforce-eager" in refusal(config)
+
+
+def test_shift_without_sp_is_refused(build_config: Build) -> None:
+    message = refusal(build_config(arctic={"enable_shift_parallel": True}))
+    assert "--enable-shift-parallel needs --ulysses-sequence-parallel-size of 2" in message
+    assert "drop --enable-shift-parallel" in message
+
+
+def test_sp_with_pipeline_parallelism_is_refused(build_config: Build) -> None:
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2}, pipeline_parallel_size=2)
+    message = refusal(config)
+    assert "pipeline_parallel_size=2 is not supported" in message
+    assert "--pipeline-parallel-size 1" in message
+
+
+def test_sp_with_the_v2_runner_is_refused(
+    build_config: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2})
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "1")
+    assert config.use_v2_model_runner  # the real property sees the variable
+    message = refusal(config)
+    assert "V2 runner" in message and "VLLM_USE_V2_MODEL_RUNNER" in message
+
+
+def test_attention_heads_that_do_not_divide_are_refused(build_config: Build) -> None:
+    # 8 query heads over SP 4 x TP 1 is fine; SP 16 is not.
+    assert check_config(build_config(arctic={"ulysses_sequence_parallel_size": 4})) is not None
+    message = refusal(build_config(arctic={"ulysses_sequence_parallel_size": 16}))
+    assert "--ulysses-sequence-parallel-size=16 cannot run this model" in message
+    assert "8 attention heads, which do not divide by" in message
+    assert "= 16" in message
+
+
+def test_kv_heads_that_neither_divide_nor_replicate_are_refused(build_config: Build) -> None:
+    # 6 query heads divide by SP 2 x TP 1, but 3 KV heads neither split nor replicate.
+    message = refusal(
+        build_config(heads=6, kv_heads=3, arctic={"ulysses_sequence_parallel_size": 2})
+    )
+    assert "3 KV heads, which neither divide by" in message
+    assert "ulysses_sequence_parallel_size=2 x tensor_parallel_size=1 = 2" in message
+
+
+def test_kv_heads_fewer_than_ranks_are_replicated_not_refused(build_config: Build) -> None:
+    config = build_config(kv_heads=2, arctic={"ulysses_sequence_parallel_size": 4})
+    plan = check_config(config)
+    assert plan is not None
+    assert (plan.heads.kv_heads_per_rank, plan.heads.kv_sp_replicas) == (1, 2)
+
+
+def test_bad_sp_value_is_refused_with_the_valid_range(build_config: Build) -> None:
+    with pytest.raises(ValueError, match=r"ulysses_sequence_parallel_size.*>= 1"):
+        check_config(build_config(arctic={"ulysses_sequence_parallel_size": 0}))
