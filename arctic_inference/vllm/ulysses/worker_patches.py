@@ -179,7 +179,6 @@ class AttentionSPPatch(ArcticPatch[Attention]):
         return exchange(query, key, value, attend)
 
 
-# rebasekit: ignore[RK401] the V2 runner is refused for SP configs (validate.check_config) and the plugin forces V1
 class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
     """Run each step in its layout; in the SP layout each rank runs a block of tokens."""
 
