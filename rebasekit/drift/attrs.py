@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from rebasekit.astutil import parse_text
 from rebasekit.corpus.models import PatchClass, PluginCorpus
-from rebasekit.drift.astcache import parse_text
 from rebasekit.drift.shapes import AttrValue, self_assignments
 from rebasekit.drift.upstream import def_node
 from rebasekit.index import CodeIndex, Symbol

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from rebasekit.astutil import parse_text
 from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall
-from rebasekit.drift.astcache import parse_text
 from rebasekit.drift.binding import BindResult, bind, shape_of_call
 from rebasekit.drift.shapes import ReturnShape, dotted, return_shape, unpack_targets
 from rebasekit.drift.upstream import call_params, def_node

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from rebasekit.drift.astcache import parse_text
+from rebasekit.astutil import parse_text
 from rebasekit.drift.binding import drop_bound
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.models import Param

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from rebasekit.checks.sigcompare import SigDiff, compare, drop_receiver, param_summary
+from rebasekit.checks.sigcompare import SigDiff, compare, drop_receiver
 from rebasekit.index.models import Param, ParamKind, Signature
 from rebasekit.index.visitor import signature_of
 
@@ -160,9 +160,3 @@ def test_drop_receiver_removes_only_a_leading_positional() -> None:
     # A leading *args is not a receiver; nothing to drop from an empty list either.
     assert drop_receiver(sig("def f(*args, k): ...")).names == ["args", "k"]
     assert drop_receiver(sig("def f(): ...")).names == []
-
-
-def test_param_summary_renders_each_parameter() -> None:
-    assert (
-        param_summary(sig("def f(a, b: int = 2, *c, **d): ...").params) == "a, b: int = 2, *c, **d"
-    )
