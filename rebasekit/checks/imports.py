@@ -60,10 +60,10 @@ def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
     res = new.lookup(imp.target)
     if res.status in (Status.FOUND, Status.DYNAMIC):
         return
-    if res.status is Status.MODULE_MISSING:
+    if res.status is Status.MODULE_MISSING:  # imp.module exists: a module it leads to is missing
         yield ctx.finding(
             "RK101",
-            f"module {imp.module} does not exist in {new.tree.label}{note}",
+            f"module {res.missing} does not exist in {new.tree.label}{note}",
             severity=_severity(ctx, "RK101", imp),
             **common,
         )
