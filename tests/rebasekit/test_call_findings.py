@@ -144,7 +144,7 @@ class RunnerPatch(Patch[Runner]):
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: bench/mutation credits a fixture's calls to the test that ran it
 def by_line(tmp_path_factory):
     root = tmp_path_factory.mktemp("calls")
     old = upstream(root / "old", "1.0.0", {"layers.py": LAYERS_OLD, "runner.py": RUNNER_OLD})

@@ -16,7 +16,7 @@ from rebasekit.findings import Location, Severity
 from rebasekit.scan import scan_plugin
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: bench/mutation credits a fixture's calls to the test that ran it
 def fixture_findings():
     return {
         f.plugin.path: f

@@ -75,7 +75,7 @@ def load():
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: bench/mutation credits a fixture's calls to the test that ran it
 def scan(tmp_path_factory):
     root = tmp_path_factory.mktemp("imports")
     old = upstream(root / "old", "1.0.0", {"core.py": CORE_OLD, "legacy.py": "X = 1\n"})
