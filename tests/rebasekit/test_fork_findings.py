@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from deep_helpers import NEW, OLD, PLUGIN
+from synth_helpers import plugin as synth_plugin
+from synth_helpers import upstream
 
 from rebasekit.findings import Location, Severity
 from rebasekit.scan import scan_plugin
@@ -121,3 +123,19 @@ def test_fork_whose_recorded_base_cannot_be_read(tmp_path: Path) -> None:
     )
     assert f.suggestion == "fix the fork declaration's path@version"
     assert f.details["subject"] == "vllm/nothere.py|base"
+
+
+def test_fork_whose_upstream_changed_only_outside_definitions(tmp_path: Path) -> None:
+    text = "LIMIT = {}\n\n\ndef f():\n    return LIMIT\n"
+    old = upstream(tmp_path / "old", "1.0.0", {"x.py": text.format(1)})
+    new = upstream(tmp_path / "new", "1.1.0", {"x.py": text.format(2)})
+    pkg = synth_plugin(
+        tmp_path / "plug", {"f.py": "# rebasekit: fork-of vllm/x.py@1.0.0\n" + text.format(1)}
+    )
+    (f,) = scan_plugin(str(new), from_=str(old), plugin=pkg, select=["RK403"]).findings
+    assert f.severity is Severity.INFO
+    assert f.message == (
+        "fork tp/f.py of vllm/x.py@1.0.0: upstream changed by 1.1.0: module-level code changed"
+        " — none of the forked definitions"
+    )
+    assert f.details["changes"] == [] and f.details["subject"] == "vllm/x.py|"
