@@ -195,3 +195,32 @@ def test_export_table_into_a_missing_package_names_that_package(scan) -> None:
     guarded = at(scan, "Thing as T")
     assert guarded.code == "RK101" and guarded.severity is Severity.INFO
     assert guarded.message.endswith(" (inside try/except ImportError)")
+
+
+def test_moved_name_prefers_the_nearest_module_and_vendored_copies_last(tmp_path) -> None:
+    thing = "class Thing:\n    pass\n"
+    old = upstream(tmp_path / "old", "1.0.0", {"engine/__init__.py": "", "engine/core.py": thing})
+    new = upstream(
+        tmp_path / "new",
+        "1.1.0",
+        {
+            "engine/__init__.py": "",
+            "engine/core.py": "X = 1\n",
+            "engine/sched.py": thing,
+            "aa.py": thing,
+            "zz/__init__.py": "",
+            "zz/mod.py": thing,
+            "third_party/__init__.py": "",
+            "third_party/t.py": thing,
+            "vllm_flash_attn/__init__.py": "",
+            "vllm_flash_attn/f.py": thing,
+        },
+    )
+    pkg = plugin(tmp_path / "plug", {"m.py": "from vllm.engine.core import Thing\n"})
+    (f,) = scan_plugin(str(new), from_=str(old), plugin=pkg, select=["RK103"]).findings
+    # Same package first; then by name, with the vendored trees after the rest; three shown.
+    assert f.message == (
+        "Thing is no longer in vllm.engine.core; it is defined in vllm.engine.sched "
+        "(also defined in vllm.aa, vllm.zz.mod, vllm.third_party.t)"
+    )
+    assert f.suggestion == "from vllm.engine.sched import Thing"
