@@ -160,3 +160,15 @@ def test_drop_receiver_removes_only_a_leading_positional() -> None:
     # A leading *args is not a receiver; nothing to drop from an empty list either.
     assert drop_receiver(sig("def f(*args, k): ...")).names == ["args", "k"]
     assert drop_receiver(sig("def f(): ...")).names == []
+
+
+def test_each_upstream_parameter_is_judged_after_an_absorbed_one() -> None:
+    # *rest takes the new positional-only b; nothing takes the new keyword c.
+    diffs = compare(sig("def f(a, /, *rest): ..."), sig("def f(a, b, /, c): ..."))
+    assert codes(diffs) == [("RK210", "c")]
+
+
+def test_each_override_parameter_is_judged_after_a_shared_one() -> None:
+    diffs = compare(sig("def f(a, extra): ..."), sig("def f(a): ..."))
+    assert codes(diffs) == [("RK211", "extra")]
+    assert diffs[0].severity == "error"
