@@ -157,6 +157,8 @@ def test_cache_option_and_env():
     assert d1.token_ids == src[34:46]
     assert d1.match_len == 12
     assert d1.score == pytest.approx(0.5 * 12)
+    # src[34:46] is only in the request tree (the prompt): the draft says so.
+    assert d1.source == "request"
     assert SlipRecovery.from_env({}) is None
     assert SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": "1"}) == SlipRecovery()
     r = SlipRecovery.from_env(
