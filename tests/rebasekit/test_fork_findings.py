@@ -139,3 +139,21 @@ def test_fork_whose_upstream_changed_only_outside_definitions(tmp_path: Path) ->
         " — none of the forked definitions"
     )
     assert f.details["changes"] == [] and f.details["subject"] == "vllm/x.py|"
+
+
+def test_copy_of_two_definitions_after_a_dunder_is_an_undeclared_fork(tmp_path: Path) -> None:
+    funcs = (
+        "def first(a):\n    b = a + 1\n    return b * 2\n\n\n"
+        "def second(a):\n    c = a - 1\n    return c // 2\n"
+    )
+    old = upstream(tmp_path / "old", "1.0.0", {"util.py": funcs})
+    new = upstream(tmp_path / "new", "1.1.0", {"util.py": funcs})
+    copy = "def __dir__():\n    return []\n\n\n" + funcs
+    pkg = synth_plugin(tmp_path / "plug", {"copy.py": copy})
+    (f,) = scan_plugin(str(new), from_=str(old), plugin=pkg, select=["RK404"]).findings
+    assert f.plugin == Location("tp/copy.py", 1, None, None)
+    assert f.upstream == Location("vllm/util.py")
+    assert f.message == (
+        "tp/copy.py copies vllm/util.py (2 of 2 shared definitions alike: first, second) "
+        "but declares no fork; treated as a fork at 1.0.0"
+    )
