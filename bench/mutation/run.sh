@@ -10,6 +10,8 @@
 #                                               ran and did not kill (its tests are all still
 #                                               here, so what it killed stays killed), plus all
 #                                               sampled mutants of functions changed since
+#   MUTATION_KEEP=1 ...                          reuse $WORK as left by an interrupted run of the
+#                                               same tree (its mutants and which tests reach them)
 #   bash bench/mutation/run.sh score            per-module score of the last run
 #   bash bench/mutation/run.sh survivors        each survivor of the last run as a diff
 #
@@ -47,6 +49,10 @@ fi
 "$PROJECT_PY" -c 'import sys; print("\n".join(dict.fromkeys(p for p in sys.path if p.endswith("site-packages"))))' \
   > "$VENV/lib/python3.11/site-packages/zz_project.pth"
 
+if [ "${MUTATION_KEEP:-0}" = 1 ] && [ -d "$WORK/mutants" ]; then
+  # Same tree as the interrupted run in $WORK: keep its mutants and test-coverage stats.
+  cd "$WORK"
+else
 rm -rf "$WORK"
 mkdir -p "$WORK"
 if [ -n "$REF" ]; then
@@ -82,6 +88,7 @@ cp "$HERE/fresh_state.py" "$WORK/mutmut_fresh_state.py"
 } > "$WORK/setup.cfg"
 
 cd "$WORK"
+fi
 if [ "$SAMPLE" -gt 1 ]; then
   # Generate the mutants and collect which tests reach them (the pattern selects none),
   # then run the fixed sample: names whose CRC-32 is divisible by the sample factor.
