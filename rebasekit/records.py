@@ -182,9 +182,12 @@ class _ImportRecord(Record):
 class ImportModuleMissing(_ImportRecord):
     code: ClassVar[str] = "RK101"
     tree: str = ""
+    # The module that is absent: the imported one, or one it leads to (a lazy export).
+    missing: str = ""
 
     def wording(self, q: Quote) -> str:
-        return f"module {q(self.module)} does not exist in {self.tree}{_guard_note(self.guard)}"
+        absent = self.missing or self.module
+        return f"module {q(absent)} does not exist in {self.tree}{_guard_note(self.guard)}"
 
 
 @dataclass(frozen=True)

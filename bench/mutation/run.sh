@@ -8,7 +8,10 @@
 #   MUTATION_ONLY='rebasekit/analysis/parallel.py' ...  one file
 #   MUTATION_KILLED_IN=before ...               rerun only the mutants the run labelled "before"
 #                                               ran and did not kill (its tests are all still
-#                                               here, so what it killed stays killed)
+#                                               here, so what it killed stays killed), plus all
+#                                               sampled mutants of functions changed since
+#   MUTATION_KEEP=1 ...                          reuse $WORK as left by an interrupted run of the
+#                                               same tree (its mutants and which tests reach them)
 #   bash bench/mutation/run.sh score            per-module score of the last run
 #   bash bench/mutation/run.sh survivors        each survivor of the last run as a diff
 #
@@ -46,6 +49,10 @@ fi
 "$PROJECT_PY" -c 'import sys; print("\n".join(dict.fromkeys(p for p in sys.path if p.endswith("site-packages"))))' \
   > "$VENV/lib/python3.11/site-packages/zz_project.pth"
 
+if [ "${MUTATION_KEEP:-0}" = 1 ] && [ -d "$WORK/mutants" ]; then
+  # Same tree as the interrupted run in $WORK: keep its mutants and test-coverage stats.
+  cd "$WORK"
+else
 rm -rf "$WORK"
 mkdir -p "$WORK"
 if [ -n "$REF" ]; then
@@ -81,24 +88,45 @@ cp "$HERE/fresh_state.py" "$WORK/mutmut_fresh_state.py"
 } > "$WORK/setup.cfg"
 
 cd "$WORK"
+fi
 if [ "$SAMPLE" -gt 1 ]; then
   # Generate the mutants and collect which tests reach them (the pattern selects none),
   # then run the fixed sample: names whose CRC-32 is divisible by the sample factor.
   nice -n 15 "$VENV/bin/mutmut" run --max-children "$WORKERS" "no-mutant-has-this-name" > /dev/null || true
   mapfile -t names < <("$VENV/bin/python" - "$SAMPLE" $KILLED_IN <<'PY'
-import json, sys, zlib
+import ast, json, sys, zlib
 from pathlib import Path
+
+
+def originals(path: Path) -> dict[str, str]:
+    """Source of each mutated function's original (``<key>__mutmut_orig``) in a mutants file."""
+    if not path.exists():
+        return {}
+    text = path.read_text()
+    return {
+        node.name.removesuffix("__mutmut_orig"): ast.get_source_segment(text, node) or ""
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.endswith("__mutmut_orig")
+    }
+
+
 n = int(sys.argv[1])
-earlier = None
-if len(sys.argv) > 2:  # an earlier run of the same sample: rerun only what it ran and did not kill
-    earlier = {}
-    for meta in Path(sys.argv[2]).rglob("*.py.meta"):
-        earlier.update(json.loads(meta.read_text())["exit_code_by_key"])
+earlier_dir = Path(sys.argv[2]) if len(sys.argv) > 2 else None
 for meta in sorted(Path("mutants").rglob("*.py.meta")):
-    for name in json.loads(meta.read_text())["exit_code_by_key"]:
+    names = json.loads(meta.read_text())["exit_code_by_key"]
+    earlier, same = None, set()
+    if earlier_dir is not None:
+        # An earlier run of the same sample: rerun what it did not kill, and every mutant
+        # of a function whose code changed since (its numbering may mean other mutants).
+        old_meta = earlier_dir / meta.relative_to("mutants")
+        earlier = json.loads(old_meta.read_text())["exit_code_by_key"] if old_meta.exists() else {}
+        now, before = originals(meta.with_suffix("")), originals(old_meta.with_suffix(""))
+        same = {k for k, src in now.items() if before.get(k) == src}
+    for name in names:
         if zlib.crc32(name.encode()) % n:
             continue
-        if earlier is None or (earlier.get(name) is not None and earlier[name] not in (1, 3)):
+        key = name.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
+        if earlier is None or key not in same or earlier.get(name) is None or earlier[name] not in (1, 3):
             print(name)
 PY
 )

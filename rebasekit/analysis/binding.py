@@ -35,16 +35,6 @@ class CallShape:
     star_args: bool = False  # ``f(*xs)``: any number of extra positionals
     star_kwargs: bool = False  # ``f(**kw)``: any keywords
 
-    def render(self) -> str:
-        parts = [f"{self.positional} positional"]
-        if self.keywords:
-            parts.append("keywords " + ", ".join(self.keywords))
-        if self.star_args:
-            parts.append("*args")
-        if self.star_kwargs:
-            parts.append("**kwargs")
-        return ", ".join(parts)
-
 
 @dataclass
 class BindResult:

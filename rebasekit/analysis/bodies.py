@@ -138,9 +138,8 @@ def unified(old: str, new: str, old_label: str, new_label: str, context: int = 3
 def changed_lines(old: str, new: str) -> tuple[int, int]:
     """(lines removed, lines added) between two texts, for one-line summaries."""
     removed = added = 0
-    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm=""):
-        if line.startswith("---") or line.startswith("+++"):
-            continue
+    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm="")
+    for line in list(diff)[2:]:  # after the two file headers; a text line may start with "---"
         if line.startswith("-"):
             removed += 1
         elif line.startswith("+"):

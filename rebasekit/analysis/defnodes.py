@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from rebasekit.analysis.astcache import parse_text
 from rebasekit.analysis.binding import drop_bound
+from rebasekit.astutil import parse_text
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.models import Param
 

@@ -209,18 +209,3 @@ def self_assignments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, 
     for values in out.values():
         values.sort(key=lambda v: v.line)
     return out
-
-
-def self_method_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    """Names of ``self.m(...)`` calls in ``func``, in source order (helpers of ``__init__``)."""
-    self_name = func.args.args[0].arg if func.args.args else "self"
-    calls = []
-    for node in ast.walk(func):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == self_name
-        ):
-            calls.append((node.lineno, node.func.attr))
-    return [name for _, name in sorted(calls)]

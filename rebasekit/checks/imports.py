@@ -55,7 +55,7 @@ def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
             if cands:
                 suggestion = f"from {cands[0].module} import {imp.name}"
         yield ctx.report(
-            ImportModuleMissing(**common, tree=new.tree.label),
+            ImportModuleMissing(**common, tree=new.tree.label, missing=imp.module),
             plugin=loc,
             suggestion=suggestion,
             severity=_severity(ctx, "RK101", imp),
@@ -70,7 +70,7 @@ def _check_one(ctx: ScanContext, imp: PluginImport) -> Iterator[Finding]:
         return  # the plugin's own module patch puts the name there (patches apply at load)
     if res.status is Status.MODULE_MISSING:
         yield ctx.report(
-            ImportModuleMissing(**common, tree=new.tree.label),
+            ImportModuleMissing(**common, tree=new.tree.label, missing=res.missing),
             plugin=loc,
             severity=_severity(ctx, "RK101", imp),
         )

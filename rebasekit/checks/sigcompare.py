@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rebasekit.index.models import Param, ParamKind, Signature
+from rebasekit.index.models import ParamKind, Signature
 
 _POSITIONAL = (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
 _VAR = (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
@@ -151,7 +151,3 @@ def compare(override: Signature, upstream: Signature) -> list[SigDiff]:
 
 def _show(default: str | None) -> str:
     return "required" if default is None else f"'{default}'"
-
-
-def param_summary(params: tuple[Param, ...]) -> str:
-    return ", ".join(p.render() for p in params)

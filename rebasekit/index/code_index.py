@@ -264,16 +264,6 @@ class CodeIndex:
                 return self._def_symbol(facts, fact, owner=klass.qualname)
         return None
 
-    def instance_attribute(self, cls: Symbol, name: str) -> Symbol | None:
-        """A ``self.name = ...`` store in a method of ``cls`` or a base (as a variable)."""
-        for klass in self.mro(cls):
-            if klass.fact and name in klass.fact.instance_attrs:
-                line = klass.fact.instance_attrs[name]
-                return Symbol(
-                    "variable", f"{klass.qualname}.{name}", klass.relpath, line, line, index=self
-                )
-        return None
-
     def _has_external_base(self, cls: Symbol) -> bool:
         return any(k.external_bases for k in self.mro(cls))
 

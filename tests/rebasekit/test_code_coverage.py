@@ -47,7 +47,7 @@ def _variant(tmp: Path, plugin: Path) -> Path:
     return dest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: bench/mutation credits a fixture's calls to the test that ran it
 def scans(tmp_path_factory) -> list[tuple[Path, list]]:
     out = []
     for old, new, plugin in SUITES:

@@ -82,3 +82,39 @@ def test_return_shapes():
     assert pair.unpacks_to(2) is True and pair.unpacks_to(3) is False
     assert single.unpacks_to(2) is False
     assert opaque.unpacks_to(2) is None
+
+
+def _shape(call: str) -> CallShape:
+    node = ast.parse(call).body[0].value
+    assert isinstance(node, ast.Call)
+    return shape_of_call(node)
+
+
+def test_shape_of_call_counts_what_the_call_site_passes():
+    assert _shape("f(1, 2, k=3)") == CallShape(2, ("k",), False, False)
+    assert _shape("f(1, *xs, k=3)") == CallShape(1, ("k",), True, False)
+    assert _shape("f(**kw)") == CallShape(0, (), False, True)
+    assert _shape("f(a, k=1, **kw, j=2)") == CallShape(1, ("k", "j"), False, True)
+
+
+def test_bind_takes_a_signature_as_well_as_a_parameter_list():
+    from rebasekit.index.visitor import signature_of
+
+    sig = signature_of(_func("def f(a, b): pass"))
+    assert bind(CallShape(1), sig).missing == ["b"]
+
+
+def test_star_args_cannot_fill_keyword_only_parameters_after_positional_ones():
+    # *xs may fill a (positional-only) and b; only c is certainly missing.
+    params = params_of(_func("def f(a, /, b, *, c, d=1): pass"))
+    result = bind(CallShape(0, (), star_args=True), params)
+    assert result.missing == ["c"]
+    assert result.problems == ["missing required argument 'c'"]
+    # With c passed by keyword nothing is certainly missing.
+    assert bind(CallShape(0, ("c",), star_args=True), params).ok
+
+
+def test_missing_arguments_are_all_named_in_one_problem():
+    result = bind(CallShape(0), params_of(_func("def f(a, b=2, *, c): pass")))
+    assert result.missing == ["a", "c"]
+    assert result.problems == ["missing required arguments 'a', 'c'"]

@@ -9,7 +9,7 @@ from rebasekit.findings import Drift
 from rebasekit.scan import scan_plugin
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: bench/mutation credits a fixture's calls to the test that ran it
 def findings():
     result = scan_plugin(str(NEW), old=str(OLD), plugin=PLUGIN, select=["RK3", "RK4"])
     return result.findings

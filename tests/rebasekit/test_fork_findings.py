@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from deep_helpers import NEW, OLD, PLUGIN
+from synth_helpers import plugin as synth_plugin
+from synth_helpers import upstream
 
 from rebasekit.findings import Location, Severity
 from rebasekit.scan import scan_plugin
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: bench/mutation credits a fixture's calls to the test that ran it
 def fixture_findings():
     return {
         f.plugin.path: f
@@ -121,3 +123,37 @@ def test_fork_whose_recorded_base_cannot_be_read(tmp_path: Path) -> None:
     )
     assert f.suggestion == "fix the fork declaration's path@version"
     assert f.details["subject"] == "vllm/nothere.py|base"
+
+
+def test_fork_whose_upstream_changed_only_outside_definitions(tmp_path: Path) -> None:
+    text = "LIMIT = {}\n\n\ndef f():\n    return LIMIT\n"
+    old = upstream(tmp_path / "old", "1.0.0", {"x.py": text.format(1)})
+    new = upstream(tmp_path / "new", "1.1.0", {"x.py": text.format(2)})
+    pkg = synth_plugin(
+        tmp_path / "plug", {"f.py": "# rebasekit: fork-of vllm/x.py@1.0.0\n" + text.format(1)}
+    )
+    (f,) = scan_plugin(str(new), old=str(old), plugin=pkg, select=["RK403"]).findings
+    assert f.severity is Severity.INFO
+    assert f.message == (
+        "fork tp/f.py of vllm/x.py@1.0.0: upstream changed by 1.1.0: module-level code changed"
+        " — none of the forked definitions"
+    )
+    assert f.details["changes"] == [] and f.details["subject"] == "vllm/x.py|"
+
+
+def test_copy_of_two_definitions_after_a_dunder_is_an_undeclared_fork(tmp_path: Path) -> None:
+    funcs = (
+        "def first(a):\n    b = a + 1\n    return b * 2\n\n\n"
+        "def second(a):\n    c = a - 1\n    return c // 2\n"
+    )
+    old = upstream(tmp_path / "old", "1.0.0", {"util.py": funcs})
+    new = upstream(tmp_path / "new", "1.1.0", {"util.py": funcs})
+    copy = "def __dir__():\n    return []\n\n\n" + funcs
+    pkg = synth_plugin(tmp_path / "plug", {"copy.py": copy})
+    (f,) = scan_plugin(str(new), old=str(old), plugin=pkg, select=["RK404"]).findings
+    assert f.plugin == Location("tp/copy.py", 1, None, None)
+    assert f.upstream == Location("vllm/util.py")
+    assert f.message == (
+        "tp/copy.py copies vllm/util.py (2 of 2 shared definitions alike: first, second) "
+        "but declares no fork; treated as a fork at 1.0.0"
+    )

@@ -129,3 +129,48 @@ def test_render_caps_long_lists() -> None:
 
 def test_render_without_details_is_just_the_place() -> None:
     assert Selector("b.py", 9, "flag", "if").render() == "b.py:9 selects it when `flag` is true"
+
+
+WORKER2 = """\
+from functools import cached_property
+from os import getenv
+
+from vllm.worker.runner import Runner
+
+
+class Worker:
+    def __init__(self, vllm_config):
+        self.vllm_config = vllm_config
+        if self.use_v2:
+            from vllm.worker.v2.runner import Runner as R2
+            self.runner = R2()
+        else:
+            self.runner = Runner()
+
+    @cached_property
+    def use_v2(self):
+        return getenv("VLLM_Y") and self.vllm_config.model_config.arch == "x"
+"""
+
+
+def test_cached_property_bare_getenv_and_nested_config_reads(tmp_path: Path) -> None:
+    files = {
+        k: v for k, v in FILES.items() if k not in ("vllm/worker/hints.py", "vllm/worker/both.py")
+    }
+    files["vllm/worker/worker.py"] = WORKER2
+    root = tmp_path / "tree"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (twin,) = find_twins(
+        CodeIndex(open_tree(str(root)), FactsCache(None)), "vllm.worker.runner.Runner"
+    )
+    (sel,) = twin.selectors
+    lines = WORKER2.splitlines()
+    assert sel.resolved_at == (
+        f"vllm/worker/worker.py:{lines.index('    def use_v2(self):') + 1} (Worker.use_v2)"
+    )
+    assert sel.env_vars == ["VLLM_Y"]
+    # Each config object is named by its own attribute, not by the whole chain.
+    assert sorted(sel.config_reads) == ["model_config.arch", "vllm_config.model_config"]

@@ -99,3 +99,29 @@ def test_conditional_expression_through_an_alias_is_a_selector(index: CodeIndex)
     assert (sel.line, sel.branch, sel.condition) == (6, "else", "not envs.VLLM_USE_V2")
     assert sel.env_vars == ["VLLM_USE_V2"]
     assert "selects it when `not envs.VLLM_USE_V2` is false (env VLLM_USE_V2)" in sel.render()
+
+
+def test_subclass_through_a_diamond_of_bases_is_not_a_twin(tmp_path: Path) -> None:
+    # b.Runner reaches the target only through its first base; the walk meets Mixin twice
+    # (through Side and Extra) before it gets there, and torch's Module is outside the tree.
+    files = {
+        "vllm/__init__.py": "",
+        "vllm/a.py": "class Runner:\n    def execute(self):\n        return 1\n",
+        "vllm/mix.py": (
+            "import torch\n\n"
+            "class Mixin(torch.nn.Module):\n    pass\n\n"
+            "class Side(Mixin):\n    pass\n\n"
+            "class Extra(Mixin):\n    pass\n"
+        ),
+        "vllm/b.py": (
+            "from vllm.a import Runner as Base\n"
+            "from vllm.mix import Extra, Side\n\n"
+            "class Runner(Base, Side, Extra):\n    pass\n"
+        ),
+    }
+    for rel, text in files.items():
+        path = tmp_path / "tree" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    index = CodeIndex(open_tree(str(tmp_path / "tree")), FactsCache(None))
+    assert find_twins(index, "vllm.a.Runner") == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from rebasekit.checks.sigcompare import SigDiff, compare, drop_receiver, param_summary
+from rebasekit.checks.sigcompare import SigDiff, compare, drop_receiver
 from rebasekit.index.models import Param, ParamKind, Signature
 from rebasekit.index.visitor import signature_of
 
@@ -162,7 +162,13 @@ def test_drop_receiver_removes_only_a_leading_positional() -> None:
     assert drop_receiver(sig("def f(): ...")).names == []
 
 
-def test_param_summary_renders_each_parameter() -> None:
-    assert (
-        param_summary(sig("def f(a, b: int = 2, *c, **d): ...").params) == "a, b: int = 2, *c, **d"
-    )
+def test_each_upstream_parameter_is_judged_after_an_absorbed_one() -> None:
+    # *rest takes the new positional-only b; nothing takes the new keyword c.
+    diffs = compare(sig("def f(a, /, *rest): ..."), sig("def f(a, b, /, c): ..."))
+    assert codes(diffs) == [("RK210", "c")]
+
+
+def test_each_override_parameter_is_judged_after_a_shared_one() -> None:
+    diffs = compare(sig("def f(a, extra): ..."), sig("def f(a): ..."))
+    assert codes(diffs) == [("RK211", "extra")]
+    assert diffs[0].severity == "error"

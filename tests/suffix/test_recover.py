@@ -157,6 +157,8 @@ def test_cache_option_and_env():
     assert d1.token_ids == src[34:46]
     assert d1.match_len == 12
     assert d1.score == pytest.approx(0.5 * 12)
+    # src[34:46] is only in the request tree (the prompt): the draft says so.
+    assert d1.source == "request"
     assert SlipRecovery.from_env({}) is None
     assert SlipRecovery.from_env({"ARCTIC_INFERENCE_SUFFIX_RECOVER": "1"}) == SlipRecovery()
     r = SlipRecovery.from_env(
@@ -174,3 +176,19 @@ def test_default_cache_has_no_recovery(monkeypatch):
     assert SuffixDecodingCache().recovery is None
     monkeypatch.setenv("ARCTIC_INFERENCE_SUFFIX_RECOVER", "1")
     assert SuffixDecodingCache().recovery == SlipRecovery()
+
+
+def test_two_token_slip_is_tried_when_no_one_token_slip_explains_it():
+    src = list(range(100, 160))
+    slipped = src[:30] + [7, 8] + src[32:35]  # two substituted tokens, then copying again
+    cache = SuffixDecodingCache(
+        max_tree_depth=64, recovery=SlipRecovery(weight=0.5, skips=(1, 2)), policy=False
+    )
+    cache.start_request("r", src)
+    cache.add_active_response("r", slipped)
+    ctx = np.array(src + slipped, dtype=np.int64)
+    d = cache.speculate("r", ctx[-64:], max_spec_tokens=16)
+    # effective match 8 (anchor) + 2 (slip) + 3 (copied since) = 13 draft tokens at factor 1
+    assert d.token_ids == src[35:48]
+    assert d.match_len == 13
+    assert d.score == pytest.approx(0.5 * 13)
