@@ -149,13 +149,14 @@ def test_vllm_reads_the_checkpoint_with_its_mlp_speculator_config(registered, sp
 
 
 def test_registration_is_a_plugin_feature(registered):
+    from pkgutil import resolve_name
+
     from vllm import ModelRegistry
 
-    from arctic_inference.utils import import_object
     from arctic_inference.vllm.patch_set import ENGINE_FEATURES
     from arctic_inference.vllm.spec_dec.config import ARCHITECTURES
     from arctic_inference.vllm.spec_dec.registration import register_speculators
 
     (feature,) = [f for f in ENGINE_FEATURES if f.name == "arctic-speculator-models"]
-    assert import_object(feature.setup) is register_speculators
+    assert resolve_name(feature.setup) is register_speculators
     assert set(ARCHITECTURES) <= set(ModelRegistry.get_supported_archs())

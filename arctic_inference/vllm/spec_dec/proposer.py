@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from vllm.logger import init_logger
 
-from arctic_inference.utils import get_logger
 from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens, is_hybrid
 
-logger = get_logger(__name__)
+logger = init_logger(f"vllm.{__name__}")
 
 
 def last_sampled_rows(
