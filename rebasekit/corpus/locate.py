@@ -54,8 +54,7 @@ def default_plugin_dir() -> Path:
 
 def _shipped_plugin() -> Path | None:
     """The plugin that the distribution rebasekit is installed from registers, if any."""
-    distributions = importlib.metadata.packages_distributions().get(__name__.split(".")[0], [])
-    for dist_name in distributions:
+    for dist_name in _distributions_shipping(__name__.split(".")[0]):
         try:
             dist = importlib.metadata.distribution(dist_name)
         except importlib.metadata.PackageNotFoundError:
@@ -66,6 +65,22 @@ def _shipped_plugin() -> Path | None:
         if folder is not None:
             return folder
     return None
+
+
+def _distributions_shipping(package: str) -> list[str]:
+    """Names of the installed distributions that contain the top-level ``package``.
+
+    Python 3.10's ``packages_distributions`` reads only ``top_level.txt``, which modern
+    wheels omit; the files a distribution lists (its RECORD) say the same on every version.
+    """
+    names = importlib.metadata.packages_distributions().get(package, [])
+    if names:
+        return list(names)
+    return [
+        dist.metadata["Name"]
+        for dist in importlib.metadata.distributions()
+        if any(f.parts and f.parts[0] == package for f in dist.files or ())
+    ]
 
 
 def _installed_package_dir(name: str) -> Path | None:
