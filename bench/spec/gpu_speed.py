@@ -32,10 +32,12 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from engine_proc import EngineProcess  # noqa: E402
 
 WORKLOADS = {"one": 1, "batch32": 32}
 COUNTERS = {
@@ -129,33 +131,6 @@ def serve(model: str, spec: dict | None, gpu_util: float) -> None:
         }), flush=True)  # fmt: skip
 
 
-class Engine:
-    def __init__(self, name: str, model: str, spec: dict | None, gpu_util: float, log: Path):
-        self.name = name
-        self.log = log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", model, json.dumps(spec), str(gpu_util)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
-        )  # fmt: skip
-        self._read()
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"engine {self.name} died; see {self.log.name}")
-        return json.loads(line)
-
-    def run(self, **cmd) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=120)
-        self.log.close()
-
-
 def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
     """Per workload and config: median/min/max speedup vs none (per repetition) and spec stats."""
     out: dict = {}
@@ -211,7 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     logs = args.out.with_suffix(".logs")
     logs.mkdir(parents=True, exist_ok=True)
     engines = {
-        n: Engine(n, args.model, c, args.gpu_util, logs / f"{n}.log") for n, c in configs.items()
+        n: EngineProcess(
+            n,
+            [__file__, "--serve", args.model, json.dumps(c), str(args.gpu_util)],
+            logs / f"{n}.log",
+        )
+        for n, c in configs.items()
     }
     names = list(engines)
     rows = []

@@ -32,10 +32,12 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from engine_proc import EngineProcess  # noqa: E402
 
 
 def serve(model: str, gpu_util: float, max_batched: int) -> None:
@@ -107,46 +109,6 @@ def serve(model: str, gpu_util: float, max_batched: int) -> None:
         )
 
 
-class Engine:
-    def __init__(self, name: str, model: str, gpu_util: float, max_batched: int, log: Path):
-        self.name = name
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--serve",
-                model,
-                "--gpu-util",
-                str(gpu_util),
-                "--max-batched",
-                str(max_batched),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=open(log, "w"),
-            text=True,
-            env=dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", ARCTIC_INFERENCE_ENABLED="1"),
-        )
-        self.info = self._read()
-
-    def _read(self) -> dict:
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"engine {self.name} exited (see its log)")
-            if line.startswith("{"):
-                return json.loads(line)
-
-    def run(self, **cmd) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-
-
 CALIBRATION_S = 2.0
 MARGIN = 1.3
 MAX_RETRIES = 2
@@ -164,7 +126,7 @@ def rescaled_loops(loops: int, shortest_s: float, min_phase: float, margin: floa
     return max(loops + 1, loops_for(shortest_s / loops, min_phase, margin))
 
 
-def calibrate(engine: Engine, cmd: dict, seconds: float = CALIBRATION_S) -> float:
+def calibrate(engine: EngineProcess, cmd: dict, seconds: float = CALIBRATION_S) -> float:
     """Seconds per batch, from a run of at least ``seconds`` (loop count doubled until then)."""
     loops = 1
     while True:
@@ -172,6 +134,13 @@ def calibrate(engine: Engine, cmd: dict, seconds: float = CALIBRATION_S) -> floa
         if r["seconds"] >= seconds:
             return r["seconds"] / loops
         loops *= 2
+
+
+def _engine(name: str, model: str, a) -> EngineProcess:
+    argv = [__file__, "--serve", model, "--gpu-util", str(a.gpu_util)]
+    argv += ["--max-batched", str(a.max_batched)]
+    env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", ARCTIC_INFERENCE_ENABLED="1")
+    return EngineProcess(name, argv, a.logdir / f"engine_{name}.log", env=env)
 
 
 def summary(values: list[float]) -> dict:
@@ -184,7 +153,7 @@ def summary(values: list[float]) -> dict:
 
 
 def run_phase(
-    engines: list[Engine], phase: str, cmd: dict, loops: int, reps: int, key: str
+    engines: list[EngineProcess], phase: str, cmd: dict, loops: int, reps: int, key: str
 ) -> dict[str, list[dict]]:
     """``reps`` interleaved repetitions (A B, B A, ...) of one phase at ``loops`` batches."""
     rows: dict[str, list[dict]] = {e.name: [] for e in engines}
@@ -222,8 +191,8 @@ def main() -> int:
         serve(a.serve, a.gpu_util, a.max_batched)
         return 0
     engines = [
-        Engine("swiftkv", a.swiftkv, a.gpu_util, a.max_batched, a.logdir / "engine_swiftkv.log"),
-        Engine("llama", a.llama, a.gpu_util, a.max_batched, a.logdir / "engine_llama.log"),
+        _engine("swiftkv", a.swiftkv, a),
+        _engine("llama", a.llama, a),
     ]
     phases = {
         "prefill": dict(prompts=a.prompts, prompt_len=a.prompt_len, new_tokens=1),
