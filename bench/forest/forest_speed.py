@@ -70,12 +70,19 @@ def start_engines(args) -> list[EngineProcess]:
     return engines
 
 
-def measure_workload(args, engines: list[EngineProcess], name: str) -> dict:
-    """Warm up, size the phase, then ``reps`` rotated rounds of every configuration."""
+def measure_workload(args, engines: list[EngineProcess], name: str, deadline: float) -> dict | None:
+    """Warm up, size the phase, then ``reps`` rotated rounds of every configuration.
+
+    None when the timed repetitions, estimated from the sizing round, would end after
+    ``deadline`` (the workload is left for a later call)."""
     for engine in engines:
         engine.run(workload=name, rounds=1)  # warm-up: new shapes, prefix cache filled
     sizing = {e.name: e.run(workload=name, rounds=1)["elapsed_s"] for e in engines}
     rounds = max(1, math.ceil(1.1 * args.phase_s / min(sizing.values())))
+    estimate = 1.1 * args.reps * rounds * sum(sizing.values())
+    if time.time() + estimate > deadline:
+        print(f"{name}: needs about {estimate:.0f} s more, left for a later call", flush=True)
+        return None
     runs: list[dict] = []
     for rep in range(args.reps):
         shift = rep % len(engines)
@@ -239,14 +246,15 @@ def main() -> int:
     if pending or (want_profile and not profile_path.is_file()):
         engines = start_engines(args)
         try:
+            deadline = start + args.budget_s
             for name in pending:
-                # A workload costs about 3 x reps phases plus its warm-up and sizing rounds.
-                estimate = (3 * args.reps + 6) * args.phase_s * 1.25
-                if time.time() - start + estimate > args.budget_s:
+                # At least 3 x reps phases: not worth warming up for when less time is left.
+                if time.time() + len(engines) * args.reps * args.phase_s > deadline:
                     print(f"{name}: left for a later call (budget)", flush=True)
                     continue
-                record = measure_workload(args, engines, name)
-                (args.runs / f"{name}.json").write_text(json.dumps(record, indent=1))
+                record = measure_workload(args, engines, name, deadline)
+                if record is not None:
+                    (args.runs / f"{name}.json").write_text(json.dumps(record, indent=1))
             if want_profile and done("rollouts") and not profile_path.is_file():
                 profiles = {
                     e.name: e.run(workload="rollouts", profile=True)["profile"] for e in engines
