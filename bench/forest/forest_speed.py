@@ -78,7 +78,7 @@ def measure_workload(args, engines: list[EngineProcess], name: str, deadline: fl
     for engine in engines:
         engine.run(workload=name, rounds=1)  # warm-up: new shapes, prefix cache filled
     sizing = {e.name: e.run(workload=name, rounds=1)["elapsed_s"] for e in engines}
-    rounds = max(1, math.ceil(1.1 * args.phase_s / min(sizing.values())))
+    rounds = max(1, math.ceil(1.02 * args.phase_s / min(sizing.values())))
     estimate = 1.1 * args.reps * rounds * sum(sizing.values())
     if time.time() + estimate > deadline:
         print(f"{name}: needs about {estimate:.0f} s more, left for a later call", flush=True)

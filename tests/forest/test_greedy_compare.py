@@ -60,3 +60,9 @@ def test_runs_of_different_request_counts_are_refused():
     run = _run([[1]], [[-0.1]], [[{"1": -0.1}]])
     with pytest.raises(ValueError, match="request counts"):
         compare(run, _run([[1], [1]], [[-0.1], [-0.1]], [[{}], [{}]]))
+
+
+def test_gaps_are_infinite_outside_the_reference_top_k():
+    ref = _run([[5], [6]], [[-0.1], [-0.2]], [[{"5": -0.1, "4": -1.5}], [{"6": -0.2, "7": -0.7}]])
+    other = _run([[9], [7]], [[-0.2], [-0.3]], [[{}], [{}]])
+    assert compare(ref, other).gaps() == [float("inf"), pytest.approx(0.5)]

@@ -38,6 +38,10 @@ class Comparison:
     # max |logprob(ref) - logprob(other)| of the same sampled token, over agreed positions
     agreed_delta: float
 
+    def gaps(self) -> list[float]:
+        """The reference's gap at each first divergence (inf where outside its top-k)."""
+        return [float("inf") if d.gap is None else d.gap for d in self.divergences]
+
     @property
     def identical_share(self) -> float:
         return self.identical / self.requests

@@ -218,27 +218,32 @@ def test_plugin_on_without_forest_is_upstream_flash_attn_end_to_end(upstream_run
         assert fork_exact >= self_exact
 
 
-def test_forest_rounds_no_worse_than_vllms_own_cascade(upstream_runs, forest_run, vllm_cascade_run):
-    """One shared prefix, the batch vLLM's cascade is built for: against FLASH_ATTN with
-    cascade off, forest moves agreed tokens' logprobs no more than vLLM's cascade does, and
-    every first divergence is a near-tie."""
+def test_one_prefix_group_is_vllms_own_cascade_bit_for_bit(
+    upstream_runs, forest_run, vllm_cascade_run
+):
+    """One shared prefix, the batch vLLM's cascade is built for: forest (one group) must
+    give vLLM's own cascade's ids and logprobs exactly, whatever either does against
+    FLASH_ATTN with cascade off (printed: a two-pass merge rounds differently in bf16)."""
+    forest, cascade = forest_run["one_prefix"], vllm_cascade_run["one_prefix"]
+    assert forest["forest_planned_steps"] > 0  # forest attention really ran
     flash = upstream_runs[0]["one_prefix"]
-    forest = greedy_compare.compare(flash, forest_run["one_prefix"])
-    cascade = greedy_compare.compare(flash, vllm_cascade_run["one_prefix"])
-    print(f"one_prefix, vLLM cascade vs FLASH_ATTN: {cascade.summary()}")
-    print(f"one_prefix, forest vs FLASH_ATTN: {forest.summary()}")
-    assert forest_run["one_prefix"]["forest_planned_steps"] > 0  # forest attention really ran
-    assert forest.agreed_delta <= 1.5 * cascade.agreed_delta + 0.1
-    assert forest.all_near_ties, [d for d in forest.divergences if not forest.near_tie(d)]
+    print(
+        f"one_prefix, vLLM cascade vs FLASH_ATTN: {greedy_compare.compare(flash, cascade).summary()}"
+    )
+    print(f"one_prefix, forest vs FLASH_ATTN: {greedy_compare.compare(flash, forest).summary()}")
+    assert forest["outputs"] == cascade["outputs"]
+    assert forest["logprobs"] == cascade["logprobs"]
 
 
-def test_greedy_rollouts_match_flash_attn_or_diverge_only_at_near_ties(
+def test_greedy_rollouts_match_flash_attn_or_diverge_no_more_than_vllms_cascade(
     upstream_runs, forest_run, vllm_cascade_run
 ):
     """Rollouts (8 prefix groups of 16): forest's ids equal FLASH_ATTN's for at least the
-    share FLASH_ATTN matches itself, or else every request that differs first differs at a
-    near-tie of FLASH_ATTN's own logprobs while agreed tokens move no more than under
-    vLLM's cascade (the upstream two-pass algorithm, measured on the one-prefix batch)."""
+    share FLASH_ATTN matches itself; where they do not, every first divergence must be a
+    tie no wider (in FLASH_ATTN's logprobs) than the widest at which vLLM's own cascade
+    leaves FLASH_ATTN on the one-prefix batch, and tokens both agree on must move no
+    more than under vLLM's cascade. A wrong group or block shows as a wider gap or a
+    larger movement."""
     flash_a, flash_b = (run["rollouts"] for run in upstream_runs)
     forest = forest_run["rollouts"]
     assert forest["forest_planned_steps"] > 0  # forest attention really ran
@@ -248,9 +253,11 @@ def test_greedy_rollouts_match_flash_attn_or_diverge_only_at_near_ties(
     print(
         f"rollouts: FLASH_ATTN vs itself {self_share:.3f}; forest vs FLASH_ATTN: {comparison.summary()}"
     )
+    print(f"baseline, vLLM cascade vs FLASH_ATTN (one_prefix): {cascade.summary()}")
     if comparison.identical_share >= self_share:
         return
-    assert comparison.agreed_delta <= 1.5 * cascade.agreed_delta + 0.1
-    assert comparison.all_near_ties, [
-        d for d in comparison.divergences if not comparison.near_tie(d)
-    ]
+    assert cascade.divergences, "vLLM's cascade matched FLASH_ATTN exactly: no baseline gap"
+    widest = max(cascade.gaps())
+    assert comparison.agreed_delta <= cascade.agreed_delta
+    wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
+    assert not wide, (widest, wide)
