@@ -6,10 +6,19 @@ this module only assembles them, so ``rebasekit --help`` lists exactly what exis
 
 from __future__ import annotations
 
-import importlib
+from typing import Annotated
 
 import typer
 
+from rebasekit.commands import (
+    compare_pins,
+    corpus,
+    corpus_lock,
+    diff_method,
+    port,
+    runbook,
+    scan,
+)
 from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP, set_debug
 
 app = typer.Typer(
@@ -20,31 +29,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# One entry per command module; each module's register(app) adds its commands.
-COMMAND_MODULES: list[str] = [
-    "scan",
-    "corpus",
-    "corpus_lock",
-    "diff_method",
-    "port",
-    "compare_pins",
-    "runbook",
-]
+# One entry per command module, in help order; each module's register(app) adds its
+# commands (corpus_lock adds to the sub-app that corpus registers, so it comes after it).
+COMMAND_MODULES = (scan, corpus, corpus_lock, diff_method, port, compare_pins, runbook)
 
 
 @app.callback()
 def _options(
-    debug: bool = typer.Option(
-        False, "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1)."
-    ),
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help=f"Show the traceback of an internal error (same as {DEBUG_ENV}=1)."
+        ),
+    ] = False,
 ) -> None:
     """Options common to every command."""
     set_debug(debug)
 
 
 def _register_all() -> None:
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"rebasekit.commands.{name}").register(app)
+    for module in COMMAND_MODULES:
+        module.register(app)
 
 
 _register_all()

@@ -142,7 +142,11 @@ def scan_context(
     config = config or ScanConfig()
     needs = set(needs)
     new_index = as_index(new, config.upstream_package)
-    old_index = as_index(old, config.upstream_package) if old is not None else None
+    old_index: CodeIndex | None = None
+    if old is new or (isinstance(old, str) and old == new):
+        old_index = new_index  # one tree named twice: indexed once, and no check runs twice on it
+    elif old is not None:
+        old_index = as_index(old, config.upstream_package)
     origins = [TreeOrigin("new", new_index.tree.label, _spec(new), new_reason)]
     if old_index is not None:
         origins.append(TreeOrigin("old", old_index.tree.label, _spec(old), old_reason))

@@ -86,6 +86,18 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def _keys_at_old(
+    ctx: ScanContext, checks: list[Check], findings: list[Finding], select, ignore
+) -> set[tuple]:
+    """Identities the per-tree checks that fired at NEW also produce at OLD."""
+    found_codes = {f.code for f in findings}
+    per_tree = [c for c in checks if not c.pairwise and found_codes & set(c.codes)]
+    if ctx.old is ctx.new:
+        codes = {code for c in per_tree for code in c.codes}
+        return {f.key() for f in findings if f.code in codes}
+    return {f.key() for f in _run_checks(ctx.at_old(), per_tree, select, ignore)}
+
+
 def sort_key(f: Finding):
     path = f.plugin.path if f.plugin else ""
     line = (f.plugin.line or 0) if f.plugin else 0
@@ -97,19 +109,20 @@ def run_scan(
 ) -> ScanResult:
     """All selected checks at ``ctx.new``; with ``ctx.old`` each finding gets a drift verdict.
 
-    The verdict compares identities (:meth:`Finding.key`: the plugin place and the record's
-    declared identity fields), never wording. A per-tree check is evaluated once at NEW
-    and, only if it found something there, once at OLD: a NEW finding whose identity also
-    exists at OLD is preexisting. A pairwise check already compared the two trees and is
-    not evaluated again.
+    Every selected check is evaluated once with ``ctx`` (NEW, with its base). With an OLD
+    tree, a per-tree check that found something at NEW is evaluated once more, at OLD
+    (:meth:`ScanContext.at_old`); a check that found nothing at NEW is not, since no
+    finding of it needs a verdict. A NEW finding whose identity (:meth:`Finding.key`: the
+    plugin place and the record's declared identity fields, never wording or lines) also
+    exists at OLD is preexisting, else new. A pairwise check compared OLD (or the base)
+    with NEW in its one evaluation; its findings are new by construction. When OLD is the
+    very index scanned as NEW, the NEW results stand for OLD and nothing is re-evaluated.
     """
     select, ignore = tuple(select), tuple(ignore)
     checks = selected_checks(select, ignore)
     findings = _run_checks(ctx, checks, select, ignore)
     if ctx.old is not None:
-        found_codes = {f.code for f in findings}
-        per_tree = [c for c in checks if not c.pairwise and found_codes & set(c.codes)]
-        old_keys = {f.key() for f in _run_checks(ctx.at_old(), per_tree, select, ignore)}
+        old_keys = _keys_at_old(ctx, checks, findings, select, ignore)
         for f in findings:
             f.drift = Drift.PREEXISTING if f.key() in old_keys else Drift.NEW
     sups = suppress.collect(ctx.corpus)

@@ -7,7 +7,7 @@ A fork is declared by a header comment in its first lines::
 or in the plugin project's ``pyproject.toml``::
 
     [tool.rebasekit.forks]
-    "arctic_inference/vllm/sampler.py" = "vllm/v1/sample/sampler.py@0.26.0"
+    "myplugin/sampler.py" = "vllm/v1/sample/sampler.py@0.26.0"
 
 (keys are relative to the folder holding ``pyproject.toml``). An undeclared fork is a
 plugin module most of whose definitions share name *and* body with one upstream file;

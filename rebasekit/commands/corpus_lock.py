@@ -1,7 +1,8 @@
 """``rebasekit corpus lock`` / ``corpus verify``: the versioned patch corpus (rebasekit.lock.json).
 
 Registered onto the ``corpus`` sub-app of :mod:`rebasekit.commands.corpus`; the
-implementation is :mod:`rebasekit.corpus.lock`.
+document is built by :mod:`rebasekit.analysis.lockdoc` and read, written and diffed by
+:mod:`rebasekit.corpus.lock`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from rebasekit.analysis.lockdoc import build_lock
 from rebasekit.atomic import write_text
 from rebasekit.commands._common import (
     EXIT_CLEAN,
@@ -25,7 +27,6 @@ from rebasekit.commands._common import (
 )
 from rebasekit.completeness import of_inputs
 from rebasekit.corpus.lock import (
-    build_lock,
     default_lock_path,
     dumps,
     lock_diff,

@@ -6,7 +6,7 @@ instance is really its own subclass::
     @dataclass
     class PlugEngineArgs(EngineArgs, PlugArgs): ...
 
-    class EngineArgsPatch(ArcticPatch[EngineArgs]):
+    class EngineArgsPatch(PlugPatch[EngineArgs]):
         def __new__(cls, *args, **kwargs):
             if cls is EngineArgs:
                 return PlugEngineArgs.__new__(PlugEngineArgs, *args, **kwargs)

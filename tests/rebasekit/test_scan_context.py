@@ -101,3 +101,44 @@ def test_after_extraction_no_plugin_file_is_read_again(monkeypatch):
     monkeypatch.setattr(rebasekit.corpus.models, "read_source_text", refuse)
     again = scan_plugin(str(NEW), old=str(OLD), corpus=corpus).findings
     assert [f.to_dict() for f in again] == expected and expected
+
+
+def _evaluations(monkeypatch) -> list[tuple[str, int]]:
+    """(check name, id of the index it scanned) for every evaluation of every check."""
+    from rebasekit.checks import registry
+
+    registry.all_checks()
+    calls: list[tuple[str, int]] = []
+    for key, check in list(registry._CHECKS.items()):
+
+        def spy(ctx, _func=check.func, _name=check.name):
+            calls.append((_name, id(ctx.new)))
+            return list(_func(ctx))
+
+        monkeypatch.setitem(registry._CHECKS, key, dataclasses.replace(check, func=spy))
+    return calls
+
+
+def test_each_check_runs_at_most_once_per_tree(monkeypatch):
+    ctx = scan_context(load_corpus(PLUGIN), str(NEW), str(OLD))
+    calls = _evaluations(monkeypatch)
+    result = run_scan(ctx)
+    assert len(calls) == len(set(calls))
+    at_old = {name for name, tree in calls if tree == id(ctx.old)}
+    assert at_old, "no check was re-evaluated at OLD: the drift verdict was not exercised"
+    from rebasekit.checks.registry import all_checks
+
+    pairwise = {c.name for c in all_checks() if c.pairwise}
+    assert pairwise and not at_old & pairwise
+    assert {f.drift.value for f in result.findings} == {"new", "preexisting"}
+
+
+def test_old_named_as_the_new_tree_is_scanned_once_and_all_preexisting(monkeypatch):
+    ctx = scan_context(load_corpus(PLUGIN), str(NEW), str(NEW))
+    assert ctx.old is ctx.new
+    calls = _evaluations(monkeypatch)
+    result = run_scan(ctx)
+    assert {tree for _, tree in calls} == {id(ctx.new)}
+    assert len(calls) == len(set(calls))
+    assert result.findings
+    assert {f.drift.value for f in result.findings} == {"preexisting"}
