@@ -296,6 +296,9 @@ class _FileVisitor:
                 existing = patch.attribute(stmt.name)
                 if existing is None:
                     patch.attributes.append(attr)
+                elif _is_overload(existing.decorators) and not _is_overload(decorators):
+                    # the implementation after its @overload stubs is what gets installed
+                    patch.attributes[patch.attributes.index(existing)] = attr
             elif isinstance(stmt, ast.ClassDef):
                 patch.attributes.append(
                     PatchAttr(stmt.name, "class", stmt.lineno, stmt.end_lineno or stmt.lineno)
@@ -428,6 +431,10 @@ class _FileVisitor:
                 through_self=through_self,
             )
         )
+
+
+def _is_overload(decorators: tuple[str, ...]) -> bool:
+    return any(d.split(".")[-1] == "overload" for d in decorators)
 
 
 def _member_kind(decorators: tuple[str, ...]) -> str:

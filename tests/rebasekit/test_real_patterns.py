@@ -129,3 +129,73 @@ def test_field_no_constructed_class_has_is_still_reported(tmp_path):
     assert [(f["code"], f["details"]["subject"]) for f in report["findings"]] == [
         ("RK303", "vllm.args.EngineArgs.ring_size")
     ]
+
+
+def test_overload_stubs_without_an_implementation_bind_as_their_union():
+    """``pick`` has two ``@overload`` stubs and no implementation (a stub-only surface):
+    ``pick("mode", default=1)`` matches the second; the first alone would refuse it."""
+    assert_clean("overload_stubs_only")
+
+
+def test_overload_union_still_rejects_a_keyword_no_overload_takes(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "overload_stubs_only", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("default=1", "fallback=1"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 18)]
+    assert "fallback" in report["findings"][0]["message"]
+
+
+def test_overloaded_override_is_compared_through_its_implementation(tmp_path):
+    """The patch's own ``step`` has two ``@overload`` stubs; the implementation after them,
+    which takes ``y`` as upstream does, is what gets installed. Without ``y`` it must fire."""
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "overload_stubs_only", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    text = patches.read_text()
+    patches.write_text(
+        text.replace("def step(self, x, y=None):", "def step(self, x):").replace(
+            "(self, x, y)", "(self, x)"
+        )
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK210", 17)]
+    assert "'y=None'" in report["findings"][0]["message"]
+
+
+def test_decorated_surfaces_bind_through_what_the_decorator_keeps():
+    """Upstream classes under ``@support_torch_compile`` (bare and called) are constructed
+    through their ``__init__``; an upstream function under a ``functools.wraps`` decorator
+    keeps its own signature; the patch's ``@timed`` implementation after ``@overload`` stubs
+    is the override."""
+    assert_clean("decorated_surfaces")
+
+
+def test_decorated_surfaces_still_report_what_really_does_not_bind(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "decorated_surfaces", case)
+    build = case / "plugin" / "plug" / "build.py"
+    build.write_text(
+        build.read_text()
+        .replace("strict=True)", "strict=True, old=1)")
+        .replace("Other(vllm_config=cfg)", "Other(cfg)")
+    )
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(
+        patches.read_text().replace("def step(self, x, y=None):", "def step(self, x):")
+    )
+    code, report = scan(case)
+    assert code == 1
+    found = sorted(
+        (f["code"], f["plugin"]["path"], f["message"].split(" ")[2]) for f in report["findings"]
+    )
+    assert [(c, p) for c, p, _ in found] == [
+        ("RK210", "plug/patches.py"),
+        ("RK301", "plug/build.py"),
+        ("RK301", "plug/build.py"),
+    ]
+    messages = " ".join(f["message"] for f in report["findings"])
+    assert "'old'" in messages and "Other" in messages and "'y=None'" in messages
