@@ -21,6 +21,7 @@ from rebasekit.context import ScanConfig, ScanContext, TreeOrigin
 from rebasekit.corpus.locate import configured_forks
 from rebasekit.corpus.lock import default_lock_path, lock_version
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.corpus.version_gates import at_version
 from rebasekit.degradation import Degradation
 from rebasekit.errors import RebasekitError
 from rebasekit.index import CodeIndex
@@ -142,6 +143,8 @@ def scan_context(
     config = config or ScanConfig()
     needs = set(needs)
     new_index = as_index(new, config.upstream_package)
+    # every check sees the plugin as it runs at the scanned release
+    corpus = at_version(corpus, new_index.tree.version)
     old_index = as_index(old, config.upstream_package) if old is not None else None
     origins = [TreeOrigin("new", new_index.tree.label, _spec(new), new_reason)]
     if old_index is not None:

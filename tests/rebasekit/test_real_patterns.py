@@ -199,3 +199,24 @@ def test_decorated_surfaces_still_report_what_really_does_not_bind(tmp_path):
     ]
     messages = " ".join(f["message"] for f in report["findings"])
     assert "'old'" in messages and "Other" in messages and "'y=None'" in messages
+
+
+def test_version_gates_hold_for_members_classes_and_calls_at_the_scanned_release():
+    """At 0.23.0 only the ``vllm_version_is("0.23.0")`` branches run: the ``step`` twin,
+    the ``build`` call with ``device``; ``ResetPatch`` exists only before 0.23.0."""
+    assert_clean("version_gated_checks")
+
+
+def test_version_gates_check_the_other_branches_at_an_older_release(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "version_gated_checks", case)
+    (case / "upstream" / "vllm" / "version.py").write_text('__version__ = "0.22.0"\n')
+    code, report = scan(case)
+    assert code == 1
+    assert sorted((f["code"], f["plugin"]["line"]) for f in report["findings"]) == [
+        ("RK210", 19),  # the pre-0.23.0 step twin lacks mode
+        ("RK211", 28),  # ResetPatch runs before 0.23.0
+        ("RK301", 20),
+        ("RK301", 29),
+        ("RK301", 36),  # build("m") without device, the else branch
+    ]
