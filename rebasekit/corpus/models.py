@@ -144,6 +144,8 @@ class PluginCorpus:
     # The one parsed view: each file's text and syntax tree, kept from extraction.
     sources: dict[str, str] = field(default_factory=dict, repr=False)
     modules: dict[str, ast.Module] = field(default_factory=dict, repr=False, compare=False)
+    # Sub-package folder (relpath prefix, "pkg/sub/") -> the upstream release its own extra pins.
+    subpackage_pins: dict[str, str] = field(default_factory=dict)
 
     def file_path(self, relpath: str) -> Path:
         return self.root / relpath

@@ -220,3 +220,58 @@ def test_version_gates_check_the_other_branches_at_an_older_release(tmp_path):
         ("RK301", 29),
         ("RK301", 36),  # build("m") without device, the else branch
     ]
+
+
+def _scan_json(case: Path, *more: str) -> tuple[int, dict]:
+    res = invoke(
+        app,
+        [
+            "scan",
+            "--plugin",
+            case / "plugin" / "plug",
+            "--vllm",
+            case / "upstream",
+            "--json",
+            *more,
+        ],
+    )
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_a_subpackage_with_its_own_pin_is_left_out_at_another_release_and_said_so():
+    """``plug/legacy`` has its own extra pinning vllm==0.1.0; at 0.2.0 its import of a
+    name 0.2.0 lacks is not a finding, and the scan says the sub-package was skipped."""
+    code, report = _scan_json(FIXTURES / "subpackage_pin")
+    assert code == 2
+    assert report["findings"] == []
+    assert [(d["kind"], d["subject"]) for d in report["degradations"]] == [
+        ("subpackage-other-pin", "plug/legacy")
+    ]
+    assert "--vllm-version 0.1.0" in report["degradations"][0]["fix"]
+    code, _ = _scan_json(FIXTURES / "subpackage_pin", "--allow-incomplete")
+    assert code == 0
+
+
+def test_a_subpackage_is_scanned_at_its_own_pin(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "subpackage_pin", case)
+    (case / "upstream" / "vllm" / "version.py").write_text('__version__ = "0.1.0"\n')
+    code, report = _scan_json(case)
+    assert code == 1
+    assert report["degradations"] == []
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/legacy/service.py")
+    ]
+
+
+def test_a_subpackage_without_its_own_extra_follows_the_main_pin(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "subpackage_pin", case)
+    pyproject = case / "plugin" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('legacy = ["vllm==0.1.0"]', ""))
+    code, report = _scan_json(case)
+    assert code == 1
+    assert report["degradations"] == []
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/legacy/service.py")
+    ]
