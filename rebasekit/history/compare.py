@@ -128,7 +128,12 @@ def compare_pins(path: Path, options: CompareOptions) -> Ledger:
     configured = _probes(root, settings, options.probes)
     probes = configured if configured is not None else list(PIN_ONLY)
     globs = options.branch_globs if options.branch_globs is not None else settings.branch_globs
+    derive = options.derive if options.derive is not None else configured is None
+    spec, why = derive_spec(root, options) if derive else (None, None)
     watched = tuple(f for p in probes for f in p.files() if f not in options.exclude)
+    if spec is not None:  # derived rows read the plugin package: a change there counts
+        folder = spec.package.replace(".", "/")
+        watched += (folder, f"src/{folder}")
     builder = ColumnBuilder(repo, settings.pin, watched)
     found = find_branches(repo, globs, settings.main_branch)
     main, main_ref = _main_name(repo, found, settings.main_branch)
@@ -143,10 +148,8 @@ def compare_pins(path: Path, options: CompareOptions) -> Ledger:
     )
     worktree = builder.worktree() if options.include_worktree else None
     columns = order_columns(branches, commits, worktree, main)
-    derive = options.derive if options.derive is not None else configured is None
     upstream, notes = None, []
     if derive:
-        spec, why = derive_spec(root, options)
         if spec is None:
             notes.append(why or "")
         else:

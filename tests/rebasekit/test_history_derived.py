@@ -280,3 +280,18 @@ def test_real_arctic_inference_releases_show_derived_rows_moving_at_the_bumps(tm
     assert len(derived) >= 18  # one per patched upstream member at least (18+ patch classes)
     moved = [r for r in derived if len(set(values(r))) > 1]
     assert moved, "no derived row moved over three pins"
+
+
+def test_a_change_to_the_plugin_package_moves_the_branch_column_as_of_commit(tmp_path):
+    """Derived rows read the plugin's patches, so the main column names the last commit
+    that changed them (the pin file alone would point at the first commit)."""
+    repo = history(tmp_path, ["0.1.0"])
+    repo.commit("patch tweak", {"plug/patches.py": PATCHES + "\n# tweak\n"})
+    res = invoke(app, ["compare-pins", "--repo", repo.root, "--json", *trees(tmp_path, ["0.1.0"])])
+    data = json.loads(res.stdout)
+    main = data["columns"][0]
+    assert main["name"] == "main"
+    assert main["since"] == main["commit"]  # the tweak, the tip
+    res = invoke(app, ["compare-pins", "--repo", repo.root, "--json", "--no-derive"])
+    plain = json.loads(res.stdout)["columns"][0]
+    assert plain["since"] != plain["commit"]  # only the pin file is watched then
