@@ -21,6 +21,8 @@ from rebasekit.context import ScanConfig, ScanContext, TreeOrigin
 from rebasekit.corpus.locate import configured_forks
 from rebasekit.corpus.lock import default_lock_path, lock_version
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.corpus.subpins import for_release
+from rebasekit.corpus.version_gates import at_version
 from rebasekit.degradation import Degradation
 from rebasekit.errors import RebasekitError
 from rebasekit.index import CodeIndex
@@ -142,6 +144,9 @@ def scan_context(
     config = config or ScanConfig()
     needs = set(needs)
     new_index = as_index(new, config.upstream_package)
+    # every check sees the plugin as it runs at the scanned release
+    corpus = at_version(corpus, new_index.tree.version)
+    corpus, other_pins = for_release(corpus, new_index.tree.version)
     old_index: CodeIndex | None = None
     if old is new or (isinstance(old, str) and old == new):
         old_index = new_index  # one tree named twice: indexed once, and no check runs twice on it
@@ -150,9 +155,10 @@ def scan_context(
     origins = [TreeOrigin("new", new_index.tree.label, _spec(new), new_reason)]
     if old_index is not None:
         origins.append(TreeOrigin("old", old_index.tree.label, _spec(old), old_reason))
-    base, degradations = old_index, []
+    base, degradations = old_index, list(other_pins)
     if base is None and NEEDS_BASE in needs:
-        base, degradations = lock_base(corpus, new_index)
+        base, lock_gaps = lock_base(corpus, new_index)
+        degradations += lock_gaps
         if base is not None:
             origins.append(TreeOrigin("base", base.tree.label, base.tree.version, "lock pin"))
     forks = ForkInputs()

@@ -18,6 +18,7 @@ from rebasekit.context import ScanConfig, ScanContext, TreeOrigin
 from rebasekit.corpus import (
     check_plugin_dir,
     configured_patch_bases,
+    declared_subpackage_pins,
     default_plugin_dir,
     extract_corpus,
 )
@@ -183,7 +184,9 @@ def load_corpus(
     """The corpus of ``plugin`` (default: the project's configured plugin)."""
     plugin_dir = check_plugin_dir(plugin) if plugin is not None else default_plugin_dir()
     bases = tuple(patch_bases or ()) or configured_patch_bases(plugin_dir)
-    return extract_corpus(plugin_dir, bases, upstream_package)
+    corpus = extract_corpus(plugin_dir, bases, upstream_package)
+    corpus.subpackage_pins = declared_subpackage_pins(plugin_dir, upstream_package)
+    return corpus
 
 
 def scan_plugin(

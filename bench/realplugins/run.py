@@ -272,7 +272,9 @@ def evaluate(plans: list[Plan], work: Path, *, scans_only: bool = False) -> list
     if len(arctic) > 1 and not scans_only:
         repo = history_repo({p.release.version: p.src for p in arctic}, work / "arctic-history")
         print("arctic-inference history repository", flush=True)
-        args = ["compare-pins", "--repo", str(repo), "--history", "--json"]
+        # no probe file there: the rows are derived from the ArcticPatch classes
+        args = ["compare-pins", "--repo", str(repo), "--history", "--patch-base", "ArcticPatch"]
+        args.append("--json")
         runs.append(rebasekit("compare-pins", "arctic-inference (git)", args, repo, parse=False))
     return runs
 

@@ -12,12 +12,15 @@ from typer.core import TyperCommand
 from rebasekit.atomic import check_replaceable, write_generated
 from rebasekit.commands._common import (
     AllowIncompleteOpt,
+    PatchBaseOpt,
     emit,
     handle_errors,
+    note,
     out_console,
     verdict,
     warn_degradations,
 )
+from rebasekit.errors import InputError
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
 from rebasekit.history.render import dumps, print_table, to_markdown
@@ -34,7 +37,11 @@ HELP = " ".join(
         " gone still show; a branch wins over a commit with the same pin. --include-worktree"
         " adds the files on disk, placed by their pin. The pin comes from the pyproject extra"
         " (pin-extra, default vllm), else from the code constant (pin-constant PATH:NAME).\n\n"
-        "Rows are probes from probes/evolution_probes.toml (or --probes FILE, TOML or JSON).\n\n"
+        "Rows are probes from probes/evolution_probes.toml (or --probes FILE, TOML or JSON)."
+        " Without a probe file (or with --derive) rows are also derived from the patch corpus:"
+        " for every upstream member the plugin's patches override or capture, its upstream"
+        " signature at each column's pin (vLLM release downloaded once, or --tree PIN=SPEC),"
+        " and for overrides that copy the upstream body, the body's fingerprint.\n\n"
         "Anomaly flags (advisory) are computed in pin order, columns of one pin counted once"
         " (the rightmost), a bump being the step from one pin to the next; STALLED needs at"
         f" least {MIN_PRIOR_BUMPS} earlier bumps.\n\n{_RULES}\n\n"
@@ -58,8 +65,26 @@ class _OptionalHistory(TyperCommand):
         return super().parse_args(ctx, fixed)
 
 
+def _derive_args(
+    derive: bool | None, plugin: str | None, bases: list[str], trees: list[str]
+) -> list[str]:
+    """The derivation options as typed, for the command line the markdown ledger records."""
+    parts = [] if derive is None else ["--derive" if derive else "--no-derive"]
+    parts += ["--plugin", plugin] if plugin else []
+    for base in bases:
+        parts += ["--patch-base", base]
+    for item in trees:
+        parts += ["--tree", item]
+    return parts
+
+
 def _command_line(
-    history: str | None, worktree: bool, probes: Path | None, patterns: list[str], write: str
+    history: str | None,
+    worktree: bool,
+    probes: Path | None,
+    patterns: list[str],
+    write: str,
+    derived: list[str] | None = None,
 ) -> str:
     parts = ["rebasekit", "compare-pins"]
     if history is not None:
@@ -70,7 +95,7 @@ def _command_line(
         parts += ["--probes", str(probes)]
     for pattern in patterns:
         parts += ["--branch-pattern", pattern]
-    return shlex.join(parts + ["--write", write])
+    return shlex.join(parts + (derived or []) + ["--write", write])
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -78,6 +103,20 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def _trees(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``PIN=SPEC`` pairs from --tree; bad input names the expected form."""
+    pairs = []
+    for item in items:
+        pin, sep, spec = item.partition("=")
+        if not sep or not pin.strip() or not spec.strip():
+            raise InputError(
+                f"--tree {item!r} is not PIN=SPEC",
+                hint="write it like --tree 0.26.0=/path/to/vllm-0.26.0 (a folder or REPO@REF)",
+            )
+        pairs.append((pin.strip(), spec.strip()))
+    return tuple(pairs)
 
 
 @handle_errors
@@ -107,6 +146,30 @@ def compare_pins_cmd(
         Path | None, typer.Option("--write", help="Write the markdown ledger here.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the ledger as JSON.")] = False,
+    derive: Annotated[
+        bool | None,
+        typer.Option(
+            "--derive/--no-derive",
+            help="Add rows derived from the patch corpus (default: only when no probe file is in force).",
+        ),
+    ] = None,
+    plugin: Annotated[
+        str | None,
+        typer.Option(
+            "--plugin",
+            help="Plugin import name for derived rows (default: \\[tool.rebasekit] plugin, else the"
+            " package of the vllm.general_plugins entry point).",
+        ),
+    ] = None,
+    patch_base: PatchBaseOpt = None,
+    tree: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tree",
+            metavar="PIN=SPEC",
+            help="Upstream tree for one pin (folder or REPO@REF) instead of the downloaded release (repeatable).",
+        ),
+    ] = None,
     allow_incomplete: AllowIncompleteOpt = False,
     force: Annotated[
         bool, typer.Option("--force", help="Let --write replace a file rebasekit did not generate.")
@@ -123,6 +186,10 @@ def compare_pins_cmd(
         probes=probes,
         branch_globs=tuple(branch_pattern) if branch_pattern else None,
         exclude=(write_rel,) if write_rel else (),
+        derive=derive,
+        plugin=plugin,
+        patch_bases=tuple(patch_base or ()),
+        trees=_trees(tree or []),
     )
     ledger = compare_pins(root, options)
     incomplete = bool(ledger.degradations) and not allow_incomplete
@@ -130,7 +197,14 @@ def compare_pins_cmd(
         write is not None and not incomplete
     ):  # an incomplete ledger is never committed as the record
         shown = write.as_posix() if not write.is_absolute() else (write_rel or str(write))
-        command = _command_line(history, include_worktree, probes, branch_pattern, shown)
+        command = _command_line(
+            history,
+            include_worktree,
+            probes,
+            branch_pattern,
+            shown,
+            _derive_args(derive, plugin, patch_base or [], tree or []),
+        )
         write_generated(write, to_markdown(ledger, command))
     if as_json:
         emit(dumps(ledger))
@@ -138,6 +212,8 @@ def compare_pins_cmd(
         print_table(ledger, out_console(width=max(out_console().width, 100)))
         if write is not None and not incomplete:
             emit(f"wrote {write}")
+    for line in ledger.notes:
+        note(line)
     warn_degradations(ledger.degradations)
     raise typer.Exit(verdict(bool(ledger.flags), ledger.degradations, allow_incomplete))
 

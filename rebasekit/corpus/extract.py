@@ -147,6 +147,7 @@ class _FileVisitor:
     # -- module scope ----------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
         self._collect_imports(tree.body, None, None, self.bindings)
+        self._node_gates = version_gates.node_gates(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 self._maybe_patch(node)
@@ -270,13 +271,27 @@ class _FileVisitor:
                 target_expr,
                 target,
             )
+            patch.version_gate = self._node_gates.get(id(node))
             self._patch_body(patch, node)
             self.corpus.patches.append(patch)
             self.patch_names[node.name] = patch
             return
 
-    def _patch_body(self, patch: PatchClass, node: ast.ClassDef) -> None:
-        for stmt in node.body:
+    def _patch_body(
+        self,
+        patch: PatchClass,
+        node: ast.ClassDef | ast.If,
+        body: list[ast.stmt] | None = None,
+        gate: str | None = None,
+    ) -> None:
+        for stmt in node.body if body is None else body:
+            branches = version_gates.gate(stmt.test) if isinstance(stmt, ast.If) else None
+            if isinstance(stmt, ast.If) and branches:
+                # members defined per vLLM release: each carries the releases it exists at
+                then_gate, else_gate = branches
+                self._patch_body(patch, stmt, stmt.body, version_gates.combine(gate, then_gate))
+                self._patch_body(patch, stmt, stmt.orelse, version_gates.combine(gate, else_gate))
+                continue
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._self_reads(patch, stmt)
                 if stmt.name in CLASS_MACHINERY:
@@ -292,10 +307,14 @@ class _FileVisitor:
                     decorators,
                     tuple(self._orig_calls(stmt, patch.name)),
                     _passthrough(sig, decorators),
+                    gate,
                 )
                 existing = patch.attribute(stmt.name)
-                if existing is None:
-                    patch.attributes.append(attr)
+                if existing is None or (existing.version_gate and existing.version_gate != gate):
+                    patch.attributes.append(attr)  # twins in gated branches: one per release
+                elif _is_overload(existing.decorators) and not _is_overload(decorators):
+                    # the implementation after its @overload stubs is what gets installed
+                    patch.attributes[patch.attributes.index(existing)] = attr
             elif isinstance(stmt, ast.ClassDef):
                 patch.attributes.append(
                     PatchAttr(stmt.name, "class", stmt.lineno, stmt.end_lineno or stmt.lineno)
@@ -426,8 +445,13 @@ class _FileVisitor:
                 via_orig=via_orig,
                 patch=patch.name if patch else None,
                 through_self=through_self,
+                version_gate=self._node_gates.get(id(call)),
             )
         )
+
+
+def _is_overload(decorators: tuple[str, ...]) -> bool:
+    return any(d.split(".")[-1] == "overload" for d in decorators)
 
 
 def _member_kind(decorators: tuple[str, ...]) -> str:

@@ -15,6 +15,9 @@ import importlib.metadata
 import importlib.util
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from rebasekit.errors import PluginError
 from rebasekit.settings import PLUGIN_GROUP, find_project, package_settings
 from rebasekit.settings.project import plugin_of_entry_points
@@ -117,6 +120,44 @@ def configured_patch_bases(plugin_dir: Path) -> tuple[str, ...]:
     return value or ()
 
 
+def declared_subpackage_pins(plugin_dir: Path, upstream_package: str = "vllm") -> dict[str, str]:
+    """Sub-packages whose own optional-dependency extra pins the upstream package.
+
+    An extra named like a direct sub-package (``embedding`` for ``pkg/embedding/``) that
+    pins ``upstream_package==X`` says that sub-package targets X, whatever the main pin
+    extra says. Returns ``"pkg/sub/"`` (relative to the package's parent) -> X.
+    """
+    project = find_project(plugin_dir)
+    if project is None:
+        return {}
+    found: dict[str, str] = {}
+    for extra, items in project.project.optional_dependencies.items():
+        if extra == project.tool.pin_extra or not isinstance(items, list):
+            continue
+        folder = plugin_dir / extra.replace("-", "_").replace(".", "_")
+        if not folder.is_dir() or not any(folder.rglob("*.py")):  # namespace packages too
+            continue
+        pin = exact_pin(items, upstream_package)
+        if pin is not None:
+            found[f"{plugin_dir.name}/{folder.name}/"] = pin
+    return found
+
+
+def exact_pin(items: list, package: str) -> str | None:
+    """``X`` of the first ``package==X`` among PEP 508 strings, if any."""
+    wanted = canonicalize_name(package)
+    for item in items:
+        try:
+            req = Requirement(item) if isinstance(item, str) else None
+        except InvalidRequirement:
+            continue
+        if req is None or canonicalize_name(req.name) != wanted:
+            continue
+        exact = [s.version for s in req.specifier if s.operator in ("==", "===")]
+        return exact[0] if len(exact) == 1 and "*" not in exact[0] else None
+    return None
+
+
 def configured_forks(plugin_root: Path) -> tuple[Path, dict[str, str]] | None:
     """``[tool.rebasekit] forks`` of the project around ``plugin_root`` and the folder its
     paths are relative to; None outside a project with a pyproject.toml."""
@@ -130,6 +171,7 @@ __all__ = [
     "check_plugin_dir",
     "configured_forks",
     "configured_patch_bases",
+    "declared_subpackage_pins",
     "default_plugin_dir",
     "find_pyproject",
 ]

@@ -53,6 +53,7 @@ class UpstreamCall:
     via_orig: str | None = None  # the _orig_ alias the call went through, if any
     patch: str | None = None  # the enclosing patch class, if any
     through_self: bool = False  # ``self._orig_x(...)``: the alias is reached as a bound method
+    version_gate: str | None = None  # PEP 440 specifier of the releases whose branch it is in
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class PatchAttr:
     decorators: tuple[str, ...] = ()
     calls_orig: tuple[str, ...] = ()  # _orig_ aliases this override calls
     is_passthrough: bool = False  # written (self, *args, **kwargs)
+    version_gate: str | None = None  # defined in a version-gated branch of the class body
 
 
 @dataclass
@@ -111,6 +113,7 @@ class PatchClass:
     attributes: list[PatchAttr] = field(default_factory=list)
     orig_aliases: list[OrigAlias] = field(default_factory=list)
     self_reads: list[SelfRead] = field(default_factory=list)
+    version_gate: str | None = None  # the class statement sits in a version-gated branch
 
     def attribute(self, name: str) -> PatchAttr | None:
         return next((a for a in self.attributes if a.name == name), None)
@@ -141,6 +144,8 @@ class PluginCorpus:
     # The one parsed view: each file's text and syntax tree, kept from extraction.
     sources: dict[str, str] = field(default_factory=dict, repr=False)
     modules: dict[str, ast.Module] = field(default_factory=dict, repr=False, compare=False)
+    # Sub-package folder (relpath prefix, "pkg/sub/") -> the upstream release its own extra pins.
+    subpackage_pins: dict[str, str] = field(default_factory=dict)
 
     def file_path(self, relpath: str) -> Path:
         return self.root / relpath

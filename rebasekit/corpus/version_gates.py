@@ -11,10 +11,12 @@ anything else give no gate: both branches are scanned, as before.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
 from rebasekit.astutil import dotted
+from rebasekit.corpus.models import PluginCorpus
 
 _OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
@@ -70,6 +72,45 @@ def combine(outer: str | None, inner: str | None) -> str | None:
     if outer is None or inner is None:
         return outer or inner
     return f"{outer},{inner}"
+
+
+def node_gates(tree: ast.AST) -> dict[int, str]:
+    """``id(node)`` -> the gate of every node inside a version-gated branch of ``tree``."""
+    found: dict[int, str] = {}
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while stack:  # iterative: a long expression chain would exhaust the recursion limit
+        node, current = stack.pop()
+        if current is not None:
+            found[id(node)] = current
+        branches = gate(node.test) if isinstance(node, ast.If) else None
+        if isinstance(node, ast.If) and branches:
+            stack.append((node.test, current))
+            stack.extend((stmt, combine(current, branches[0])) for stmt in node.body)
+            stack.extend((stmt, combine(current, branches[1])) for stmt in node.orelse)
+            continue
+        stack.extend((child, current) for child in ast.iter_child_nodes(node))
+    return found
+
+
+def at_version(corpus: PluginCorpus, version: str | None) -> PluginCorpus:
+    """The corpus as it runs at ``version``: gated-out imports, calls, patch classes and
+    patch members left out (unknown version: everything kept, as the plugin reads)."""
+    if version is None:
+        return corpus
+    patches = []
+    for patch in corpus.patches:
+        if not runs_at(patch.version_gate, version):
+            continue
+        kept = [a for a in patch.attributes if runs_at(a.version_gate, version)]
+        patches.append(
+            patch if len(kept) == len(patch.attributes) else replace(patch, attributes=kept)
+        )
+    return replace(
+        corpus,
+        patches=patches,
+        imports=[i for i in corpus.imports if runs_at(i.version_gate, version)],
+        calls=[c for c in corpus.calls if runs_at(c.version_gate, version)],
+    )
 
 
 _COMPARE = {

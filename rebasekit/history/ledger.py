@@ -8,6 +8,7 @@ one group to the next.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rebasekit.degradation import Degradation
@@ -45,6 +46,8 @@ class Ledger:
     rows: list[Row]
     # What the ledger could not include (a shallow clone, an unreadable revision).
     degradations: list[Degradation] = field(default_factory=list)
+    # What the reader should know that does not make the ledger incomplete.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def flags(self) -> list[Flag]:
@@ -98,15 +101,20 @@ def flags_for(label: str, seq: list[tuple[str, str | None]]) -> list[Flag]:
     return flags
 
 
-def build_ledger(columns: list[Column], probes: list[Probe]) -> Ledger:
+# A probe's cell in one column; the default reads the column's files.
+CellFn = Callable[[Probe, Column], Cell]
+
+
+def file_cell(probe: Probe, column: Column) -> Cell:
+    return evaluate(probe, column.snapshot.read, column.pin.version if column.pin else None)
+
+
+def build_ledger(columns: list[Column], probes: list[Probe], cell: CellFn = file_cell) -> Ledger:
     """Evaluate every probe on every column and flag each row."""
     reps = pin_groups(columns)
     rows = []
     for probe in probes:
-        cells = {
-            c.cid: evaluate(probe, c.snapshot.read, c.pin.version if c.pin else None)
-            for c in columns
-        }
+        cells = {c.cid: cell(probe, c) for c in columns}
         seq = [(c.cid, cells[c.cid].value) for c in reps]
         rows.append(Row(probe, cells, flags_for(probe.label, seq)))
     return Ledger(columns, rows)

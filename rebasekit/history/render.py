@@ -149,6 +149,7 @@ def to_json(ledger: Ledger) -> dict[str, Any]:
             "kind": r.probe.kind,
             "target": r.probe.target,
             "file": r.probe.file,
+            "note": r.probe.note,
             "cells": {
                 cid: {"value": cell.value, "missing": cell.why if cell.missing else None}
                 for cid, cell in r.cells.items()
@@ -163,6 +164,7 @@ def to_json(ledger: Ledger) -> dict[str, Any]:
         "rows": rows,
         "flags": flags,
         "complete": not ledger.degradations,
+        "notes": list(ledger.notes),
         "degradations": [asdict(d) for d in ledger.degradations],
     }
 

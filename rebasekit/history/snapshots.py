@@ -68,6 +68,20 @@ class CommitSnapshot:
             return None
         return self._cache.text(obj) if obj.type == "blob" else None
 
+    def python_files(self, folder: str) -> list[str]:
+        """Repo-relative ``.py`` files under ``folder`` (the plugin package), sorted."""
+        try:
+            top = self.commit.tree / folder
+        except KeyError:
+            return []
+        if top.type != "tree":
+            return []
+        return sorted(
+            item.path
+            for item in top.traverse()
+            if getattr(item, "type", None) == "blob" and item.path.endswith(".py")
+        )
+
 
 class WorktreeSnapshot:
     """The files on disk under the repository root, uncommitted edits included."""
@@ -80,3 +94,10 @@ class WorktreeSnapshot:
         if not target.is_file():
             return None
         return target.read_text(encoding="utf-8", errors="replace")
+
+    def python_files(self, folder: str) -> list[str]:
+        """Repo-relative ``.py`` files under ``folder`` on disk, sorted."""
+        top = self.root / folder
+        if not top.is_dir():
+            return []
+        return sorted(p.relative_to(self.root).as_posix() for p in top.rglob("*.py"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rebasekit.datacodec import record
 
-FACTS_FORMAT = 5  # 5: an @overload stub gives way to the implementation after it
+FACTS_FORMAT = 6  # 5: an @overload stub gives way to the implementation after it; 6: stubs alone give their union
 # 4: modules in a newer grammar parse (rebasekit.pyparse) instead of syntax_error
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 from rebasekit import pyparse
 from rebasekit.index.models import DefFact, ImportFact, ModuleFacts, Param, ParamKind, Signature
@@ -276,6 +277,61 @@ def _keep_first(defs: dict[str, DefFact], fact: DefFact) -> None:
     current = defs.get(fact.name)
     if current is None or (_is_overload_stub(current) and not _is_overload_stub(fact)):
         defs[fact.name] = fact
+    elif _is_overload_stub(current) and _is_overload_stub(fact):
+        # no implementation yet (a stub file, a protocol): what any overload accepts
+        defs[fact.name] = replace(
+            current, signature=overload_union(current.signature, fact.signature)
+        )
+
+
+_KIND_ORDER = [
+    ParamKind.POSITIONAL_ONLY,
+    ParamKind.POSITIONAL_OR_KEYWORD,
+    ParamKind.VAR_POSITIONAL,
+    ParamKind.KEYWORD_ONLY,
+    ParamKind.VAR_KEYWORD,
+]
+
+
+def overload_union(a: Signature | None, b: Signature | None) -> Signature | None:
+    """One signature accepting every call that either overload accepts.
+
+    A parameter is required only when both overloads require it at the same kind; one
+    that only some overloads take, or that they take in different ways, is optional and
+    keyword-or-positional. The return annotations are joined with ``|``.
+    """
+    if a is None or b is None:
+        return a or b
+    names = list(dict.fromkeys([p.name for p in a.params] + [p.name for p in b.params]))
+    merged: list[Param] = []
+    for name in names:
+        pa, pb = a.get(name), b.get(name)
+        first = pa or pb
+        assert first is not None
+        if pa is not None and pb is not None and pa.kind is pb.kind:
+            kind = pa.kind
+            default = pa.default if pa.default is not None else pb.default
+        else:
+            kind = first.kind
+            if kind not in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+                kind = ParamKind.POSITIONAL_OR_KEYWORD if pa and pb else first.kind
+            default = first.default if first.default is not None else "..."
+        if kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+            default = None
+        merged.append(Param(name, kind, default, first.annotation))
+    merged.sort(key=lambda p: _KIND_ORDER.index(p.kind))
+    varargs = [p for p in merged if p.kind is ParamKind.VAR_POSITIONAL][:1]
+    varkw = [p for p in merged if p.kind is ParamKind.VAR_KEYWORD][:1]
+    fixed = [p for p in merged if p.kind not in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)]
+    positional = [p for p in fixed if p.kind is not ParamKind.KEYWORD_ONLY]
+    seen_default = False
+    for i, param in enumerate(positional):  # no required positional after an optional one
+        seen_default = seen_default or param.default is not None
+        if seen_default and param.default is None:
+            positional[i] = replace(param, default="...")
+    keyword = [p for p in fixed if p.kind is ParamKind.KEYWORD_ONLY]
+    returns = " | ".join(dict.fromkeys(r for r in (a.returns, b.returns) if r)) or None
+    return Signature(tuple(positional + varargs + keyword + varkw), returns, a.is_async)
 
 
 def _class_body(body: list[ast.stmt], fact: DefFact) -> None:

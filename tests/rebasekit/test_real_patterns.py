@@ -129,3 +129,149 @@ def test_field_no_constructed_class_has_is_still_reported(tmp_path):
     assert [(f["code"], f["details"]["subject"]) for f in report["findings"]] == [
         ("RK303", "vllm.args.EngineArgs.ring_size")
     ]
+
+
+def test_overload_stubs_without_an_implementation_bind_as_their_union():
+    """``pick`` has two ``@overload`` stubs and no implementation (a stub-only surface):
+    ``pick("mode", default=1)`` matches the second; the first alone would refuse it."""
+    assert_clean("overload_stubs_only")
+
+
+def test_overload_union_still_rejects_a_keyword_no_overload_takes(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "overload_stubs_only", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("default=1", "fallback=1"))
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK301", 18)]
+    assert "fallback" in report["findings"][0]["message"]
+
+
+def test_overloaded_override_is_compared_through_its_implementation(tmp_path):
+    """The patch's own ``step`` has two ``@overload`` stubs; the implementation after them,
+    which takes ``y`` as upstream does, is what gets installed. Without ``y`` it must fire."""
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "overload_stubs_only", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    text = patches.read_text()
+    patches.write_text(
+        text.replace("def step(self, x, y=None):", "def step(self, x):").replace(
+            "(self, x, y)", "(self, x)"
+        )
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["plugin"]["line"]) for f in report["findings"]] == [("RK210", 17)]
+    assert "'y=None'" in report["findings"][0]["message"]
+
+
+def test_decorated_surfaces_bind_through_what_the_decorator_keeps():
+    """Upstream classes under ``@support_torch_compile`` (bare and called) are constructed
+    through their ``__init__``; an upstream function under a ``functools.wraps`` decorator
+    keeps its own signature; the patch's ``@timed`` implementation after ``@overload`` stubs
+    is the override."""
+    assert_clean("decorated_surfaces")
+
+
+def test_decorated_surfaces_still_report_what_really_does_not_bind(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "decorated_surfaces", case)
+    build = case / "plugin" / "plug" / "build.py"
+    build.write_text(
+        build.read_text()
+        .replace("strict=True)", "strict=True, old=1)")
+        .replace("Other(vllm_config=cfg)", "Other(cfg)")
+    )
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(
+        patches.read_text().replace("def step(self, x, y=None):", "def step(self, x):")
+    )
+    code, report = scan(case)
+    assert code == 1
+    found = sorted(
+        (f["code"], f["plugin"]["path"], f["message"].split(" ")[2]) for f in report["findings"]
+    )
+    assert [(c, p) for c, p, _ in found] == [
+        ("RK210", "plug/patches.py"),
+        ("RK301", "plug/build.py"),
+        ("RK301", "plug/build.py"),
+    ]
+    messages = " ".join(f["message"] for f in report["findings"])
+    assert "'old'" in messages and "Other" in messages and "'y=None'" in messages
+
+
+def test_version_gates_hold_for_members_classes_and_calls_at_the_scanned_release():
+    """At 0.23.0 only the ``vllm_version_is("0.23.0")`` branches run: the ``step`` twin,
+    the ``build`` call with ``device``; ``ResetPatch`` exists only before 0.23.0."""
+    assert_clean("version_gated_checks")
+
+
+def test_version_gates_check_the_other_branches_at_an_older_release(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "version_gated_checks", case)
+    (case / "upstream" / "vllm" / "version.py").write_text('__version__ = "0.22.0"\n')
+    code, report = scan(case)
+    assert code == 1
+    assert sorted((f["code"], f["plugin"]["line"]) for f in report["findings"]) == [
+        ("RK210", 19),  # the pre-0.23.0 step twin lacks mode
+        ("RK211", 28),  # ResetPatch runs before 0.23.0
+        ("RK301", 20),
+        ("RK301", 29),
+        ("RK301", 36),  # build("m") without device, the else branch
+    ]
+
+
+def _scan_json(case: Path, *more: str) -> tuple[int, dict]:
+    res = invoke(
+        app,
+        [
+            "scan",
+            "--plugin",
+            case / "plugin" / "plug",
+            "--vllm",
+            case / "upstream",
+            "--json",
+            *more,
+        ],
+    )
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_a_subpackage_with_its_own_pin_is_left_out_at_another_release_and_said_so():
+    """``plug/legacy`` has its own extra pinning vllm==0.1.0; at 0.2.0 its import of a
+    name 0.2.0 lacks is not a finding, and the scan says the sub-package was skipped."""
+    code, report = _scan_json(FIXTURES / "subpackage_pin")
+    assert code == 2
+    assert report["findings"] == []
+    assert [(d["kind"], d["subject"]) for d in report["degradations"]] == [
+        ("subpackage-other-pin", "plug/legacy")
+    ]
+    assert "--vllm-version 0.1.0" in report["degradations"][0]["fix"]
+    code, _ = _scan_json(FIXTURES / "subpackage_pin", "--allow-incomplete")
+    assert code == 0
+
+
+def test_a_subpackage_is_scanned_at_its_own_pin(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "subpackage_pin", case)
+    (case / "upstream" / "vllm" / "version.py").write_text('__version__ = "0.1.0"\n')
+    code, report = _scan_json(case)
+    assert code == 1
+    assert report["degradations"] == []
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/legacy/service.py")
+    ]
+
+
+def test_a_subpackage_without_its_own_extra_follows_the_main_pin(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "subpackage_pin", case)
+    pyproject = case / "plugin" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('legacy = ["vllm==0.1.0"]', ""))
+    code, report = _scan_json(case)
+    assert code == 1
+    assert report["degradations"] == []
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/legacy/service.py")
+    ]

@@ -1,0 +1,3 @@
+class Runner:
+    def step(self, x):
+        return x
