@@ -76,6 +76,7 @@ KINDS = {
     "fork-resync": "a forked upstream file was re-synced with upstream",
     "wrapper-changed": "upstream wraps an object differently, so it is reached another way",
     "new-upstream-mechanism": "upstream added a mechanism the plugin had to patch as well",
+    "default-changed": "an upstream default changed, so a path the plugin patches now runs",
 }
 BODY_KINDS = {"body-report", "patch-retired", "fork-resync"}
 GENERIC_CODES = {"RK402", "RK403"}
