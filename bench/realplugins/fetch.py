@@ -1,9 +1,11 @@
 """Release sources for the real-plugin evaluation, fetched once into a cache outside the repo.
 
-Plugin sdists come from the package registry: ``pip download --no-binary :all:`` first
-(it builds the sdist's metadata, which fails for plugins whose build needs CUDA or a
-compiler toolchain), then the registry's simple index (PEP 691 JSON) with the file's
-published SHA-256 checked. Upstream vLLM trees come through rebasekit's own wheel cache
+Plugin sdists come from the package registry: ``pip download --no-binary :all:
+--no-build-isolation`` first (it builds the sdist's metadata in this environment, which
+fails for plugins whose build needs CUDA or a compiler toolchain; without
+``--no-build-isolation`` pip would first build every build requirement, torch included,
+from source), then the registry's simple index (PEP 691 JSON) with the file's published
+SHA-256 checked. Upstream vLLM trees come through rebasekit's own wheel cache
 (``rebasekit.upstream.wheels.version_tree``: the wheel's ``.py`` files, verified by manifest).
 
 The held-out arctic-inference releases are refused here so no run can fetch them by accident.
@@ -86,6 +88,7 @@ def sdist(project: str, version: str) -> Path:
                 "--no-deps",
                 "--no-binary",
                 ":all:",
+                "--no-build-isolation",
                 f"{project}=={version}",
                 "-d",
                 str(root),

@@ -13,7 +13,7 @@ plugin's project root, as a subprocess so a crash is seen as a crash:
   arctic-inference pair;
 * ``scan-imports``, ``scan-signatures``, ``corpus show``, ``diff-method`` (one method the
   plugin patches), ``runbook``; ``compare-pins --history`` over a git repository holding
-  one commit per arctic-inference release.
+  one commit per release, for each project with more than one release.
 
 A command that prints a traceback or exits 3 is a bug and is marked so in the table.
 Results go to ``bench/realplugins/RESULTS.md`` and ``results.json`` beside it.
@@ -158,8 +158,8 @@ def rebasekit(command: str, release: str, args: list[str], cwd: Path, *, parse: 
     return run
 
 
-def history_repo(sources: dict[str, Path], dest: Path) -> Path:
-    """A git repository with one commit per arctic-inference release, oldest first, on main."""
+def history_repo(project: str, sources: dict[str, Path], dest: Path) -> Path:
+    """A git repository with one commit per release of ``project``, oldest first, on main."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -179,7 +179,7 @@ def history_repo(sources: dict[str, Path], dest: Path) -> Path:
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
         shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.egg-info"))
         git("add", "-A")
-        git("commit", "-q", "-m", f"arctic-inference {version}")
+        git("commit", "-q", "-m", f"{project} {version}")
     return dest
 
 
@@ -268,14 +268,18 @@ def evaluate(plans: list[Plan], work: Path, *, scans_only: bool = False) -> list
                 "--json",
             ]
             runs.append(rebasekit("scan --from/--to", label, args, old.src, parse=True))
-    arctic = by_family.get("arctic-inference", [])
-    if len(arctic) > 1 and not scans_only:
-        repo = history_repo({p.release.version: p.src for p in arctic}, work / "arctic-history")
-        print("arctic-inference history repository", flush=True)
-        # no probe file there: the rows are derived from the ArcticPatch classes
-        args = ["compare-pins", "--repo", str(repo), "--history", "--patch-base", "ArcticPatch"]
-        args.append("--json")
-        runs.append(rebasekit("compare-pins", "arctic-inference (git)", args, repo, parse=False))
+    for project, family in by_family.items():
+        if len(family) < 2 or scans_only:
+            continue
+        sources = {p.release.version: p.src for p in family}
+        repo = history_repo(project, sources, work / f"{project}-history")
+        print(f"{project} history repository", flush=True)
+        args = ["compare-pins", "--repo", str(repo), "--history", "--json"]
+        base = family[0].release.patch_base
+        if base:
+            # no probe file there: the rows are derived from the patch classes
+            args += ["--patch-base", base]
+        runs.append(rebasekit("compare-pins", f"{project} (git)", args, repo, parse=False))
     return runs
 
 
@@ -359,7 +363,8 @@ def render(plans: list[Plan], runs: list[Run]) -> str:
         if r.command == "compare-pins":
             lines += [
                 "",
-                f"`compare-pins --history` over the arctic-inference git repository: exit {r.exit_code}"
+                f"`compare-pins --history` over the {r.release.removesuffix(' (git)')} git "
+                f"repository: exit {r.exit_code}"
                 f"{' **BUG**' if r.bug else ''}, {r.seconds} s.",
             ]
     bugs = [r for r in runs if r.bug or r.exit_code == 2]
@@ -369,6 +374,15 @@ def render(plans: list[Plan], runs: list[Run]) -> str:
             tail = r.stderr_tail.replace("\n", " ").strip()[-300:]
             lines.append(f"- {r.release}, `{r.command}` (exit {r.exit_code}): {tail}")
     return "\n".join(lines) + "\n"
+
+
+def _kept_recall_section(path: Path) -> str:
+    """The recall section ``recall.py`` maintains in ``path``, so a rerun here keeps it."""
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    start = text.find("## Drift-fix recall")
+    return "\n" + text[start:] if start >= 0 and "<!-- recall:end -->" in text[start:] else ""
 
 
 def main() -> None:
@@ -405,7 +419,9 @@ def main() -> None:
         + "\n"
     )
     text = render(plans, runs)
-    (opts.out / "RESULTS.md").write_text(text)
+    results = opts.out / "RESULTS.md"
+    text += _kept_recall_section(results)
+    results.write_text(text)
     print(text)
 
 

@@ -47,3 +47,31 @@ def test_scan_at_its_own_pin_finishes_with_at_most_the_baseline_errors(release, 
     errors = [f for f in report["findings"] if f["severity"] == "error"]
     assert len(errors) <= BASELINE_ERRORS, [f"{f['code']} {f['message']}" for f in errors]
     assert "Traceback" not in res.output
+
+
+@pytest.fixture(scope="module")
+def smallest_pair():
+    import fetch
+
+    old, new = fetch.sdist("arctic-inference", "0.1.0"), fetch.sdist("arctic-inference", "0.1.1")
+    return old, fetch.vllm_tree(fetch.read_pin(old)), fetch.vllm_tree(fetch.read_pin(new))
+
+
+def test_recall_matcher_runs_on_the_smallest_pair(smallest_pair, monkeypatch):
+    import recall
+
+    src, old_tree, new_tree = smallest_pair
+    monkeypatch.chdir(src)
+    args = ["scan", "--plugin", src / "arctic_inference", "--from", old_tree, "--to", new_tree]
+    res = invoke(app, [*args, "--patch-base", "ArcticPatch", "--json"])
+    assert res.exit_code in (0, 1), res.output
+    report = json.loads(res.stdout)
+    fixes = recall.load_fixes()
+    result = recall.match_pair("0.1.0->0.1.1", "--patch-base", fixes, report, res.exit_code)
+    expected = [f for f in fixes if f.pair == "0.1.0->0.1.1"]
+    assert result.fixes == len(expected)
+    assert len(result.named) + len(result.generic) + len(result.missed) == result.fixes
+    new = [f for f in report["findings"] if f["drift"] == "new"]
+    assert result.new_findings == len(new)
+    assert len(result.unmatched) <= result.new_findings
+    assert "| 0.1.0->0.1.1 | --patch-base |" in recall.table([result])
