@@ -29,7 +29,7 @@ def main() -> None:
     for src in sources.values():
         fetch.vllm_tree(fetch.read_pin(src))  # the trees compare-pins opens, fetched once
     with tempfile.TemporaryDirectory(prefix="rk-history-") as tmp:
-        repo = run.history_repo(sources, Path(tmp) / "arctic")
+        repo = run.history_repo("arctic-inference", sources, Path(tmp) / "arctic")
         cmd = [sys.executable, "-m", "rebasekit", "compare-pins", "--repo", str(repo)]
         cmd += ["--history", "--patch-base", "ArcticPatch", "--json"]
         start = time.perf_counter()

@@ -264,7 +264,7 @@ def test_real_arctic_inference_releases_show_derived_rows_moving_at_the_bumps(tm
     sources = {v: fetch.sdist("arctic-inference", v) for v in versions}
     for v in versions:
         fetch.vllm_tree(fetch.read_pin(sources[v]))
-    repo = run.history_repo(sources, tmp_path / "arctic")
+    repo = run.history_repo("arctic-inference", sources, tmp_path / "arctic")
     res = invoke(
         app,
         ["compare-pins", "--repo", repo, "--history", "--patch-base", "ArcticPatch", "--json"],
