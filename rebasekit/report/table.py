@@ -65,11 +65,11 @@ def render_table(result, console: Console) -> None:
                 "bold yellow",
             ),
         )
+    print_wrapped(console, Text(f"checked {patch_text(result)}"))
     if not result.findings:
         console.print(
             Text("no findings", "green")
             + Text(f" ({len(result.suppressed)} suppressed)" if result.suppressed else "")
-            + Text(f"; {patch_text(result)} checked")
         )
         return
     show_drift = result.old_label is not None
@@ -142,11 +142,11 @@ def print_wrapped(console: Console, text: Text, indent: int = 0) -> None:
 
 
 def summary_line(result) -> Text:
-    """``N findings (a error, b warning; c new since OLD; d suppressed); P patches (rules)``."""
+    """``N findings (a error, b warning; c new since OLD; d suppressed)``."""
     counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
     summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     if result.old_label is not None:
         summary += f"; {sum(1 for f in result.findings if f.drift is Drift.NEW)} new since {result.old_label}"
     if result.suppressed:
         summary += f"; {len(result.suppressed)} suppressed"
-    return Text(f"{len(result.findings)} findings ({summary}); {patch_text(result)} checked")
+    return Text(f"{len(result.findings)} findings ({summary})")
