@@ -12,6 +12,7 @@ from rebasekit.context import ScanContext
 from rebasekit.corpus.models import RULE_REGISTRY, PatchAttr, PatchClass
 from rebasekit.findings import Finding, Severity
 from rebasekit.index import Symbol
+from rebasekit.index.models import ParamKind
 from rebasekit.records import RECORDS, OverrideKindChanged
 
 _FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
@@ -94,8 +95,15 @@ def _compare_subclass_member(
     if own_kind in _RECEIVING and up_kind in _RECEIVING:
         ours = attr.signature if own_kind == "staticmethod" else drop_receiver(attr.signature)
         theirs = up.signature if up_kind == "staticmethod" else drop_receiver(up.signature)
+        if _accepts_anything(theirs):
+            return  # a base declared (*args, **kwargs): each subclass names its own parameters
         if not attr.is_passthrough:
             yield from _report_diffs(ctx, patch, attr, up, ours, theirs)
+
+
+def _accepts_anything(sig) -> bool:
+    kinds = [p.kind for p in sig.params]
+    return kinds == [ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD]
 
 
 def _report_diffs(

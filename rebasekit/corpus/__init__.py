@@ -1,7 +1,12 @@
 """The patch corpus of a plugin: patch classes, their targets, upstream imports and calls."""
 
 from rebasekit.corpus.extract import ORIG_PREFIX, extract_corpus
-from rebasekit.corpus.locate import check_plugin_dir, configured_patch_bases, default_plugin_dir
+from rebasekit.corpus.locate import (
+    check_plugin_dir,
+    configured_patch_bases,
+    default_plugin_dir,
+    platform_entry_points,
+)
 from rebasekit.corpus.models import (
     OrigAlias,
     PatchAttr,
@@ -27,4 +32,5 @@ __all__ = [
     "configured_patch_bases",
     "default_plugin_dir",
     "extract_corpus",
+    "platform_entry_points",
 ]

@@ -10,7 +10,8 @@ A plugin changes upstream in a few statically visible ways, and each is one rule
 * ``assignment``: ``Target.x = f`` or ``setattr(Target, "x", f)`` onto an upstream class or
   module, at module level or inside any plugin function (the plugin calls them at load);
 * ``registry``: a plugin subclass of an upstream class handed to an upstream ``register*``
-  callable (a decorator or a call, the class by name or as a ``"module:Class"`` string).
+  callable (a decorator or a call, the class by name or as a ``"module:Class"`` string),
+  or named by the string a ``vllm.platform_plugins`` entry point returns.
 
 Everything here reads syntax trees only; the extractor (:mod:`rebasekit.corpus.extract`)
 turns the sites into :class:`~rebasekit.corpus.models.PatchClass` records.
@@ -203,6 +204,21 @@ def registered_classes(
                     text = arg.value.replace(":", ".")
                     if "." in text and " " not in text:
                         yield text, node.lineno
+
+
+def returned_class_names(function: FunctionNode) -> Iterator[tuple[str, int]]:
+    """``("module.Class", line)`` for each dotted string a function returns.
+
+    What a ``vllm.platform_plugins`` entry point gives vLLM: the platform class to load.
+    """
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and "." in node.value.value
+        ):
+            yield node.value.value.replace(":", "."), node.lineno
 
 
 def _is_registry(

@@ -18,6 +18,7 @@ from rebasekit.corpus.discovery import (
     copier_bases,
     installed_attributes,
     registered_classes,
+    returned_class_names,
     subscripted_bases,
 )
 from rebasekit.corpus.models import (
@@ -72,12 +73,17 @@ CLASS_MACHINERY = frozenset(
 
 
 def extract_corpus(
-    plugin_dir: Path, patch_bases: Iterable[str], upstream_package: str = "vllm"
+    plugin_dir: Path,
+    patch_bases: Iterable[str],
+    upstream_package: str = "vllm",
+    platform_functions: Iterable[str] = (),
 ) -> PluginCorpus:
     """Parse every ``.py`` file under ``plugin_dir`` (a package folder).
 
     Configured ``patch_bases`` name the patch classes' base; with none, the bases are
     discovered (:mod:`rebasekit.corpus.discovery`). The other rules always run.
+    ``platform_functions`` are the ``module:function`` entry points vLLM calls for the
+    name of a platform class to load (a registration the registry rule follows).
     """
     plugin_dir = plugin_dir.resolve()
     corpus = PluginCorpus(
@@ -102,7 +108,7 @@ def extract_corpus(
         tree = parse_file(corpus, relpath, source)
         if tree is not None:
             parsed.append((relpath, module_name(relpath), tree))
-    _visit_all(corpus, parsed)
+    _visit_all(corpus, parsed, tuple(platform_functions))
     return corpus
 
 
@@ -134,7 +140,11 @@ def parse_file(corpus: PluginCorpus, relpath: str, source: bytes) -> ast.Module 
     return tree
 
 
-def _visit_all(corpus: PluginCorpus, parsed: list[tuple[str, str, ast.Module]]) -> None:
+def _visit_all(
+    corpus: PluginCorpus,
+    parsed: list[tuple[str, str, ast.Module]],
+    platform_functions: tuple[str, ...] = (),
+) -> None:
     """Run every rule over the parsed files; the ones that look across files come last."""
     copiers = frozenset() if corpus.patch_bases else copier_bases({m: t for _, m, t in parsed})
     visitors = [_FileVisitor(corpus, relpath, modname, copiers) for relpath, modname, _ in parsed]
@@ -148,6 +158,11 @@ def _visit_all(corpus: PluginCorpus, parsed: list[tuple[str, str, ast.Module]]) 
         for qualname, line in registered_classes(
             tree, visitor.bindings, visitor.expand, visitor.is_upstream, visitor.modname
         ):
+            registered.setdefault(qualname, line)
+    for entry in platform_functions:
+        module, _, name = entry.partition(":")
+        function = functions.get(module.strip(), {}).get(name.strip())
+        for qualname, line in returned_class_names(function) if function is not None else ():
             registered.setdefault(qualname, line)
     for visitor, (_, _, tree) in zip(visitors, parsed):
         visitor.registry_patches(tree, registered)

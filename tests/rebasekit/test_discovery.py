@@ -445,3 +445,66 @@ def test_runbook_finds_the_plugin_from_setup_py_and_maps_its_changes_to_tests(tm
     assert "plug/runner.py" in rows[0] and "`tests/test_runner.py`" in rows[0]
     (file_row,) = [line for line in lines if line.startswith("| plug/runner.py |")]
     assert "`tests/test_runner.py` (imports plug.runner)" in file_row
+
+
+PLATFORM_UPSTREAM = """
+    class Platform:
+        @classmethod
+        def set_forward_context(cls, *args, **kwargs) -> dict:
+            return {}
+
+        @classmethod
+        def device_name(cls, device_id: int = 0) -> str:
+            return ""
+"""
+
+
+def platform_project(tmp_path: Path, returned: str) -> Path:
+    root = project(
+        tmp_path,
+        {
+            "plug/__init__.py": f'def register():\n    return "{returned}"\n',
+            "plug/platform.py": """
+                from vllm.platforms import Platform
+
+
+                class NpuPlatform(Platform):
+                    @classmethod
+                    def set_forward_context(cls, attn_metadata, num_tokens: int) -> dict:
+                        return {}
+
+                    @classmethod
+                    def device_name(cls, index: int = 0) -> str:
+                        return "npu"
+
+
+                class Helper:
+                    pass
+            """,
+        },
+    )
+    write_tree(root / "upstream", {"vllm/platforms.py": PLATFORM_UPSTREAM})
+    write_tree(
+        root / "plugin",
+        {
+            "setup.py": """
+                from setuptools import setup
+
+                setup(entry_points={"vllm.platform_plugins": ["npu = plug:register"]})
+            """
+        },
+    )
+    return root
+
+
+def test_a_platform_entry_point_registers_the_platform_class_it_returns(tmp_path):
+    code, report = scan(platform_project(tmp_path, "plug.platform.NpuPlatform"))
+    assert report["summary"]["patches"]["by_rule"] == {"registry": 1}
+    # a base that takes (*args, **kwargs) fixes no parameters; a named one does
+    assert (code, codes(report)) == (1, [("RK212", "device_id")])
+
+
+def test_a_platform_entry_point_returning_a_class_of_no_upstream_base_patches_nothing(tmp_path):
+    code, report = scan(platform_project(tmp_path, "plug.platform.Helper"))
+    assert report["summary"]["patches"]["total"] == 0
+    assert code == 2
