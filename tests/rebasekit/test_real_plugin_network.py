@@ -47,3 +47,26 @@ def test_scan_at_its_own_pin_finishes_with_at_most_the_baseline_errors(release, 
     errors = [f for f in report["findings"] if f["severity"] == "error"]
     assert len(errors) <= BASELINE_ERRORS, [f"{f['code']} {f['message']}" for f in errors]
     assert "Traceback" not in res.output
+
+
+def test_unconfigured_scan_discovers_every_patch_class(release, monkeypatch):
+    """No --plugin, no --patch-base: the entry point names the package, discovery the patches.
+
+    The expected count is read from the source with a plain text search, not from rebasekit.
+    """
+    import re
+
+    src, _, tree = release
+    pattern = re.compile(r"^\s*class \w+\(ArcticPatch\[", re.M)
+    expected = sum(
+        len(pattern.findall(p.read_text(encoding="utf-8")))
+        for p in (src / "arctic_inference").rglob("*.py")
+        if p.name != "patching.py"  # its docstring shows the syntax in examples
+    )
+    monkeypatch.chdir(src)
+    res = invoke(app, ["scan", "--vllm", tree, "--json"])
+    assert res.exit_code in (0, 1), res.output
+    report = json.loads(res.stdout)
+    assert report["complete"], report["degradations"]
+    assert expected >= 18
+    assert report["summary"]["patches"]["by_rule"]["generic-base"] == expected
