@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from rebasekit.corpus.models import PluginCorpus
+from rebasekit.corpus.models import RULE_CONFIGURED, RULES, PluginCorpus
 from rebasekit.degradation import Degradation
 
 
@@ -45,26 +45,36 @@ def unparsed_modules(index: Any) -> list[Degradation]:
 
 
 def patch_base_problems(corpus: PluginCorpus) -> list[Degradation]:
-    """A plugin that imports upstream but whose patch bases match no class was not analysed."""
-    if corpus.patches or not corpus.imports:
-        return []
+    """A plugin that imports upstream but yields no patch was not analysed.
+
+    So is one whose configured patch bases match no class, even if other rules found
+    patches: the configuration says there are patch classes the scan did not see.
+    """
     subject = str(corpus.root / corpus.package)
-    if not corpus.patch_bases:
+    configured = [p for p in corpus.patches if p.rule == RULE_CONFIGURED]
+    if corpus.patch_bases and not configured and corpus.imports:
         return [
             Degradation(
-                "no-patch-bases",
+                "patch-bases-unmatched",
                 subject,
-                "no patch base class names are configured, so no patch was found",
-                "pass --patch-base NAME or set patch-bases in [tool.rebasekit]",
+                f"patch base(s) {', '.join(corpus.patch_bases)} match no class, so no patch was found",
+                "pass the plugin's patch marker class with --patch-base NAME "
+                "(or fix patch-bases in [tool.rebasekit])",
             )
         ]
+    if corpus.patches or not corpus.imports:
+        return []
+    likely = corpus.base_candidates
+    named = f"; likely patch bases: {', '.join(likely)}" if likely else ""
+    example = likely[0] if likely else "NAME"
     return [
         Degradation(
-            "patch-bases-unmatched",
+            "no-patches-found",
             subject,
-            f"patch base(s) {', '.join(corpus.patch_bases)} match no class, so no patch was found",
-            "pass the plugin's patch marker class with --patch-base NAME "
-            "(or fix patch-bases in [tool.rebasekit])",
+            f"the plugin imports {corpus.upstream_package} but no patch was found by any rule "
+            f"({', '.join(RULES[1:])}){named}",
+            f"pass its patch marker class with --patch-base {example} "
+            "(or set patch-bases in [tool.rebasekit])",
         )
     ]
 

@@ -21,6 +21,7 @@ from rebasekit.corpus import (
     declared_subpackage_pins,
     default_plugin_dir,
     extract_corpus,
+    platform_entry_points,
 )
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
@@ -187,6 +188,7 @@ def load_corpus(
     corpus = extract_corpus(plugin_dir, bases, upstream_package)
     corpus.subpackage_pins = declared_subpackage_pins(plugin_dir, upstream_package)
     return corpus
+    return extract_corpus(plugin_dir, bases, upstream_package, platform_entry_points(plugin_dir))
 
 
 def scan_plugin(

@@ -102,6 +102,7 @@ def summarise(report: dict) -> dict:
         "by_drift": dict(sorted(by_drift.items())),
         "complete": report.get("complete"),
         "degradations": [d.get("kind") for d in report.get("degradations", [])],
+        "patches": report.get("summary", {}).get("patches", {}).get("by_rule", {}),
     }
 
 
@@ -317,20 +318,21 @@ def render(plans: list[Plan], runs: list[Run]) -> str:
         "`scan` = no configuration; `scan+base` = `--patch-base ArcticPatch`; `scan --from/--to`",
         "= the older release scanned from its pin to the newer release's pin.",
         "",
-        "| release | command | exit | time (s) | complete | errors | warnings | info | error codes | warning codes | drift |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| release | command | exit | time (s) | complete | patches by rule | errors | warnings | info | error codes | warning codes | drift |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in scans:
         if r.report is None:
             lines.append(
-                f"| {r.release} | {r.command} | {r.exit_code} | {r.seconds} | no report | | | | | | |"
+                f"| {r.release} | {r.command} | {r.exit_code} | {r.seconds} | no report | | | | | | | |"
             )
             continue
         s = summarise(r.report)
         sev = s["by_severity"]
         drift = ", ".join(f"{k} {v}" for k, v in s["by_drift"].items()) or "-"
+        patches = ", ".join(f"{k} {v}" for k, v in s["patches"].items()) or "none"
         lines.append(
-            f"| {r.release} | {r.command} | {r.exit_code} | {r.seconds} | {s['complete']} "
+            f"| {r.release} | {r.command} | {r.exit_code} | {r.seconds} | {s['complete']} | {patches} "
             f"| {sev.get('error', 0)} | {sev.get('warning', 0)} | {sev.get('info', 0)} "
             f"| {_codes(s, 'error')} | {_codes(s, 'warning')} | {drift} |"
         )

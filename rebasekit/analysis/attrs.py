@@ -33,6 +33,12 @@ class AttrUse:
 def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
     """Names the patch itself provides: its attributes and every ``self.X = ...`` it makes."""
     names = {a.name for a in patch.attributes}
+    # what the whole patch set puts on the same target (another file may add a helper)
+    names |= {a.name for p in corpus.patches if p.target == patch.target for a in p.attributes}
+    if not patch.is_class:  # installed functions: what each of them assigns on self
+        return names | {
+            n for func in _installed_functions(corpus, patch) for n in self_assignments(func)
+        }
     node = corpus.class_node(patch)
     if node is not None:
         for func in node.body:
@@ -44,14 +50,47 @@ def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
     return names
 
 
+def _installed_functions(
+    corpus: PluginCorpus, patch: PatchClass
+) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The plugin functions an assignment patch installs (found by their first line)."""
+    module = corpus.module(patch.relpath)
+    if module is None:
+        return []
+    lines = {a.lineno for a in patch.attributes if a.kind in ("method", "property")}
+    return [
+        n
+        for n in ast.walk(module)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno in lines
+    ]
+
+
+def _sets_computed_names(corpus: PluginCorpus, patch: PatchClass) -> bool:
+    node = corpus.class_node(patch)
+    funcs = [node] if node is not None else _installed_functions(corpus, patch)
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "setattr"
+        and len(call.args) == 3
+        and isinstance(call.args[0], ast.Name)
+        and call.args[0].id == "self"
+        and not isinstance(call.args[1], ast.Constant)
+        for func in funcs
+        for call in ast.walk(func)
+    )
+
+
 def attribute_uses(corpus: PluginCorpus, patch: PatchClass) -> list[AttrUse]:
     """``self.X`` reads in the patch's methods that the patch does not provide itself.
 
     The reads are the corpus's (:attr:`PatchClass.self_reads`, recorded at extraction);
     per attribute, the first read wins and the accessors of every read are kept.
     """
-    if corpus.class_node(patch) is None:
+    if patch.is_class and corpus.class_node(patch) is None:
         return []
+    if _sets_computed_names(corpus, patch):
+        return []  # setattr(self, name, ...) with a computed name: any attribute may be set
     own = patch_own_names(corpus, patch)
     uses: dict[str, AttrUse] = {}
     for read in patch.self_reads:

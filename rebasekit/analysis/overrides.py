@@ -96,7 +96,8 @@ def overrides(corpus: PluginCorpus):
         for attr in patch.attributes:
             if attr.kind not in _FUNCTION_KINDS:
                 continue
-            ours = defs.get(f"{patch.name}.{attr.name}")
+            key = f"{patch.name}.{attr.name}" if patch.is_class else attr.source
+            ours = defs.get(key) if key else None
             if ours is not None:
                 yield patch, attr, ours
 

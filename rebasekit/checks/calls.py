@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rebasekit.analysis.binding import render_params
+from rebasekit.analysis.binding import CallShape, bind, render_params
 from rebasekit.analysis.callsites import (
     CallSite,
     call_sites,
@@ -18,15 +18,19 @@ from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding
 from rebasekit.index import Symbol
+from rebasekit.index.models import Signature
 from rebasekit.records import CallNoLongerBinds, UnpackingMismatch
 
 
 @register_check(codes=["RK301"])
 def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
+    replaced = _replacements(ctx)
     for site in call_sites(ctx.corpus, ctx.new):
         verdict = check_binding(site, ctx.new)
         if verdict is None or verdict.result.ok:
             continue
+        if _binds_replacement(site, verdict.callee, replaced):
+            continue  # the plugin installs its own function there, and the call fits it
         c = site.call
         params = call_params(
             ctx.new, verdict.callee, bound=site.bound, raw_function=site.raw_function
@@ -55,6 +59,39 @@ def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
             upstream=ctx.upstream_loc(verdict.params_from),
             suggestion=suggestion,
         )
+
+
+def _replacements(ctx: ScanContext) -> dict[str, Signature]:
+    """``upstream.qualname`` -> signature of the plugin function an assignment installs there."""
+    out: dict[str, Signature] = {}
+    for patch in ctx.corpus.patches:
+        if patch.is_class or not patch.target:
+            continue
+        owner = ctx.new.resolve(patch.target)
+        for attr in patch.attributes:
+            if owner is None or attr.signature is None:
+                continue
+            out.setdefault(f"{owner.qualname}.{attr.name}", attr.signature)
+            # a package attribute that re-exports a function: calls name the definition
+            defined = ctx.new.resolve(f"{owner.qualname}.{attr.name}")
+            if defined is not None:
+                out.setdefault(defined.qualname, attr.signature)
+    return out
+
+
+def _binds_replacement(site: CallSite, callee: Symbol, replaced: dict[str, Signature]) -> bool:
+    """Whether the call fits the plugin's replacement of its callee (a constructor: ``__init__``)."""
+    sig = replaced.get(callee.qualname)  # a function, or a class replaced by a factory
+    init = callee.kind == "class" and sig is None
+    if init:
+        sig = replaced.get(f"{callee.qualname}.__init__")
+    if sig is None:
+        return False
+    params = list(sig.params)
+    if (init or site.bound) and params:
+        params = params[1:]  # the instance is not among the call's arguments
+    c = site.call
+    return bind(CallShape(c.positional, tuple(c.keywords), c.star_args, c.star_kwargs), params).ok
 
 
 def _ver(ctx: ScanContext) -> str:

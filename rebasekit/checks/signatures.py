@@ -9,9 +9,10 @@ from rebasekit.checks.registry import register_check
 from rebasekit.checks.sigcompare import compare, drop_receiver
 from rebasekit.checks.targets import resolve_target, target_member
 from rebasekit.context import ScanContext
-from rebasekit.corpus.models import PatchAttr, PatchClass
+from rebasekit.corpus.models import RULE_REGISTRY, PatchAttr, PatchClass
 from rebasekit.findings import Finding, Severity
 from rebasekit.index import Symbol
+from rebasekit.index.models import ParamKind
 from rebasekit.records import RECORDS, OverrideKindChanged
 
 _FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
@@ -42,6 +43,13 @@ def _compare_attr(
     own_kind = "function" if (module_target and attr.kind == "method") else attr.kind
     if attr.kind not in _FUNCTION_KINDS:
         return
+    if _plain_function_for_static(patch, attr, up_kind):
+        own_kind = up_kind  # reached through the class, a plain function is not bound
+    if patch.rule == RULE_REGISTRY:
+        yield from _compare_subclass_member(ctx, patch, attr, up, own_kind, up_kind)
+        return
+    if up_kind == "class" and own_kind == "function":
+        return  # a factory function in place of a class: its constructor is its own
     if up_kind != own_kind and not (up_kind == "class" and own_kind == "method"):
         yield ctx.report(
             OverrideKindChanged(attr.name, patch.name, own_kind, up_kind, up.qualname),
@@ -55,8 +63,54 @@ def _compare_attr(
     if attr.kind == "property":
         return
     ours, theirs = attr.signature, up.signature
-    if not module_target and attr.kind != "staticmethod":
+    if _plain_function_for_static(patch, attr, up_kind):
+        theirs = drop_receiver(theirs) if up_kind == "classmethod" else theirs
+    elif not module_target and own_kind != "staticmethod":
         ours, theirs = drop_receiver(ours), drop_receiver(theirs)
+    yield from _report_diffs(ctx, patch, attr, up, ours, theirs)
+
+
+_RECEIVING = ("method", "classmethod", "staticmethod")
+
+
+def _plain_function_for_static(patch: PatchClass, attr: PatchAttr, up_kind: str) -> bool:
+    """A plain function assigned over a static or class method, its first parameter no ``self``."""
+    if patch.is_class or attr.kind != "method" or up_kind not in ("staticmethod", "classmethod"):
+        return False
+    params = attr.signature.params if attr.signature is not None else ()
+    return not params or params[0].name != "self"
+
+
+def _compare_subclass_member(
+    ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symbol, own_kind: str, up_kind: str
+) -> Iterator[Finding]:
+    """A registered subclass overrides by inheritance: callers reach it through the instance.
+
+    Its constructor is its own (the registry builds it with the subclass's arguments), and
+    method, classmethod and staticmethod are interchangeable for such a call as long as
+    the parameters after the receiver agree.
+    """
+    if attr.name in ("__init__", "__new__") or attr.signature is None or up.signature is None:
+        return
+    if own_kind in _RECEIVING and up_kind in _RECEIVING:
+        ours = attr.signature if own_kind == "staticmethod" else drop_receiver(attr.signature)
+        theirs = up.signature if up_kind == "staticmethod" else drop_receiver(up.signature)
+        if _accepts_anything(theirs):
+            return  # a base declared (*args, **kwargs): each subclass names its own parameters
+        if not attr.is_passthrough:
+            yield from _report_diffs(ctx, patch, attr, up, ours, theirs)
+
+
+def _accepts_anything(sig) -> bool:
+    kinds = [p.kind for p in sig.params]
+    return kinds == [ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD]
+
+
+def _report_diffs(
+    ctx: ScanContext, patch: PatchClass, attr: PatchAttr, up: Symbol, ours, theirs
+) -> Iterator[Finding]:
+    loc = ctx.plugin_loc(patch.relpath, attr.lineno, f"{patch.name}.{attr.name}")
+    up_loc = ctx.upstream_loc(up)
     for diff in compare(ours, theirs):
         severity = Severity(diff.severity) if diff.severity else None
         record = RECORDS[diff.code](

@@ -60,10 +60,10 @@ def _show(plugin, patch_base, vllm, json_out: bool) -> list:
             res = resolve_target(index, patch)
             for attr in patch.attributes:
                 if res is None or not res.found or res.symbol is None:
-                    actions[(patch.name, attr.name)] = "target-missing"
+                    actions[(patch.relpath, patch.name, attr.name)] = "target-missing"
                     continue
                 st = target_member(index, res.symbol, attr.name).status
-                actions[(patch.name, attr.name)] = {
+                actions[(patch.relpath, patch.name, attr.name)] = {
                     Status.FOUND: "replaces",
                     Status.DYNAMIC: "unknown",
                 }.get(st, "adds")
@@ -73,14 +73,15 @@ def _show(plugin, patch_base, vllm, json_out: bool) -> list:
         data = corpus.to_dict()
         for patch in data["patches"]:
             for attr in patch["attributes"]:
-                attr["action"] = actions.get((patch["name"], attr["name"]))
+                attr["action"] = actions.get((patch["relpath"], patch["name"], attr["name"]))
         emit(json.dumps(data, indent=2, default=str))
         return degradations
     console = out_console()
     console.print(
         f"[bold]{corpus.package}[/bold]: {len(corpus.files)} files, {len(corpus.patches)} patches, "
         f"{len(corpus.imports)} upstream imports, {len(corpus.calls)} upstream calls; "
-        f"patch bases: {', '.join(corpus.patch_bases) or '(none)'}"
+        f"patch bases: {', '.join(corpus.patch_bases) or '(discovered)'}; "
+        f"by rule: {', '.join(f'{r} {n}' for r, n in corpus.patch_counts().items()) or '(none)'}"
     )
     for f in corpus.files:
         if f.syntax_error:
@@ -88,7 +89,7 @@ def _show(plugin, patch_base, vllm, json_out: bool) -> list:
                 f"[red]{f.relpath}:{f.error_line}: does not parse: {f.syntax_error}[/red]"
             )
     table = Table(title="patches", title_justify="left")
-    for col in ("patch", "target", "attribute", "kind", "action", "_orig_ aliases"):
+    for col in ("patch", "rule", "target", "attribute", "kind", "action", "_orig_ aliases"):
         table.add_column(col, overflow="fold")
     for patch in corpus.patches:
         aliases = ", ".join(f"{a.alias}→{a.attr}" for a in patch.orig_aliases)
@@ -96,10 +97,11 @@ def _show(plugin, patch_base, vllm, json_out: bool) -> list:
         for i, attr in enumerate(rows):
             table.add_row(
                 f"{patch.name} ({patch.relpath}:{patch.lineno})" if i == 0 else "",
+                patch.rule if i == 0 else "",
                 (patch.target or f"? {patch.target_expr}") if i == 0 else "",
                 attr.name if attr else "",
                 attr.kind if attr else "",
-                actions.get((patch.name, attr.name), "") if attr else "",
+                actions.get((patch.relpath, patch.name, attr.name), "") if attr else "",
                 aliases if i == 0 else "",
             )
     console.print(table)

@@ -19,7 +19,7 @@ from rebasekit.commands._common import (
 )
 from rebasekit.errors import InputError
 from rebasekit.runbook.plan import Settings, build_runbook
-from rebasekit.runbook.project import changed_since, entry_point, plugin_name
+from rebasekit.runbook.project import changed_since, entry_point, plugin_folder, plugin_name
 from rebasekit.runbook.render import to_markdown
 from rebasekit.runbook.results import load_results
 from rebasekit.runbook.serving import MODEL_PLACEHOLDER
@@ -93,9 +93,13 @@ def runbook_cmd(
     root = project.resolve()
     declared = load_project(root)
     name = plugin_name(declared, plugin)
-    if not (root / name.replace(".", "/")).is_dir():
-        raise InputError(f"plugin package {name!r} not found under {root}")
-    result = scan_plugin(new, old=old, plugin=root / name.replace(".", "/"))
+    folder = plugin_folder(declared, name)
+    if folder is None:
+        raise InputError(
+            f"plugin package {name!r} not found under {root}",
+            hint="pass --project with the folder holding the package (or its src/ layout)",
+        )
+    result = scan_plugin(new, old=old, plugin=folder)
     gate(result.degradations, allow_incomplete)  # a plan built on a partial scan would miss risks
     changed = changed_since(root, since, name) if since else []
     settings = Settings(name, entry_point(declared), _parse_env(env), model=model)

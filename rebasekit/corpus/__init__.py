@@ -6,6 +6,7 @@ from rebasekit.corpus.locate import (
     configured_patch_bases,
     declared_subpackage_pins,
     default_plugin_dir,
+    platform_entry_points,
 )
 from rebasekit.corpus.models import (
     OrigAlias,
@@ -33,4 +34,5 @@ __all__ = [
     "declared_subpackage_pins",
     "default_plugin_dir",
     "extract_corpus",
+    "platform_entry_points",
 ]

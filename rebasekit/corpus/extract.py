@@ -14,7 +14,19 @@ from pathlib import Path
 
 from rebasekit.astutil import dotted
 from rebasekit.corpus import version_gates
+from rebasekit.corpus.discovery import (
+    copier_bases,
+    installed_attributes,
+    registered_classes,
+    returned_class_names,
+    subscripted_bases,
+)
 from rebasekit.corpus.models import (
+    RULE_ASSIGNMENT,
+    RULE_CONFIGURED,
+    RULE_GENERIC,
+    RULE_ORIG,
+    RULE_REGISTRY,
     OrigAlias,
     PatchAttr,
     PatchClass,
@@ -61,9 +73,18 @@ CLASS_MACHINERY = frozenset(
 
 
 def extract_corpus(
-    plugin_dir: Path, patch_bases: Iterable[str], upstream_package: str = "vllm"
+    plugin_dir: Path,
+    patch_bases: Iterable[str],
+    upstream_package: str = "vllm",
+    platform_functions: Iterable[str] = (),
 ) -> PluginCorpus:
-    """Parse every ``.py`` file under ``plugin_dir`` (a package folder)."""
+    """Parse every ``.py`` file under ``plugin_dir`` (a package folder).
+
+    Configured ``patch_bases`` name the patch classes' base; with none, the bases are
+    discovered (:mod:`rebasekit.corpus.discovery`). The other rules always run.
+    ``platform_functions`` are the ``module:function`` entry points vLLM calls for the
+    name of a platform class to load (a registration the registry rule follows).
+    """
     plugin_dir = plugin_dir.resolve()
     corpus = PluginCorpus(
         root=plugin_dir.parent,
@@ -71,6 +92,7 @@ def extract_corpus(
         upstream_package=upstream_package,
         patch_bases=tuple(patch_bases),
     )
+    parsed: list[tuple[str, str, ast.Module]] = []
     for path in sorted(plugin_dir.rglob("*.py")):
         if any(
             part.startswith(".") or part == "__pycache__"
@@ -83,7 +105,10 @@ def extract_corpus(
         except SkippedFile as skipped:
             corpus.degradations.append(skipped.degradation(relpath))
             continue
-        extract_file(corpus, relpath, source)
+        tree = parse_file(corpus, relpath, source)
+        if tree is not None:
+            parsed.append((relpath, module_name(relpath), tree))
+    _visit_all(corpus, parsed, tuple(platform_functions))
     return corpus
 
 
@@ -94,6 +119,13 @@ def module_name(relpath: str) -> str:
 
 def extract_file(corpus: PluginCorpus, relpath: str, source: bytes) -> None:
     """Add one file's patches, imports, calls and comments to ``corpus``."""
+    tree = parse_file(corpus, relpath, source)
+    if tree is not None:
+        _visit_all(corpus, [(relpath, module_name(relpath), tree)])
+
+
+def parse_file(corpus: PluginCorpus, relpath: str, source: bytes) -> ast.Module | None:
+    """Record one file's text, comments and syntax tree (None: it does not parse)."""
     modname = module_name(relpath)
     corpus.sources[relpath] = SourceText.from_bytes(source).text
     try:
@@ -101,11 +133,45 @@ def extract_file(corpus: PluginCorpus, relpath: str, source: bytes) -> None:
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         corpus.files.append(PluginFile(relpath, modname, f"{getattr(exc, 'msg', exc)}", line))
-        return
+        return None
     corpus.files.append(PluginFile(relpath, modname))
     corpus.comments[relpath] = _comments(source)
     corpus.modules[relpath] = tree
-    _FileVisitor(corpus, relpath, modname).run(tree)
+    return tree
+
+
+def _visit_all(
+    corpus: PluginCorpus,
+    parsed: list[tuple[str, str, ast.Module]],
+    platform_functions: tuple[str, ...] = (),
+) -> None:
+    """Run every rule over the parsed files; the ones that look across files come last."""
+    copiers = frozenset() if corpus.patch_bases else copier_bases({m: t for _, m, t in parsed})
+    visitors = [_FileVisitor(corpus, relpath, modname, copiers) for relpath, modname, _ in parsed]
+    for visitor, (_, _, tree) in zip(visitors, parsed):
+        visitor.run(tree)
+    functions = {v.modname: v.top_functions for v in visitors}
+    for visitor, (_, _, tree) in zip(visitors, parsed):
+        visitor.assignment_patches(tree, functions)
+    registered: dict[str, int] = {}
+    for visitor, (_, _, tree) in zip(visitors, parsed):
+        for qualname, line in registered_classes(
+            tree, visitor.bindings, visitor.expand, visitor.is_upstream, visitor.modname
+        ):
+            registered.setdefault(qualname, line)
+    for entry in platform_functions:
+        module, _, name = entry.partition(":")
+        function = functions.get(module.strip(), {}).get(name.strip())
+        for qualname, line in returned_class_names(function) if function is not None else ():
+            registered.setdefault(qualname, line)
+    for visitor, (_, _, tree) in zip(visitors, parsed):
+        visitor.registry_patches(tree, registered)
+    for visitor, (_, _, tree) in zip(visitors, parsed):
+        visitor.collect_calls(tree)
+    taken = {p.base for p in corpus.patches}
+    corpus.base_candidates = tuple(
+        sorted({name for v in visitors for name in v.subscripted_upstream} - taken)
+    )
 
 
 def _comments(source: bytes) -> dict[int, str]:
@@ -120,13 +186,23 @@ def _comments(source: bytes) -> dict[int, str]:
 
 
 class _FileVisitor:
-    def __init__(self, corpus: PluginCorpus, relpath: str, modname: str) -> None:
+    def __init__(
+        self,
+        corpus: PluginCorpus,
+        relpath: str,
+        modname: str,
+        copiers: frozenset[str] = frozenset(),
+    ) -> None:
         self.corpus = corpus
         self.relpath = relpath
         self.modname = modname
+        self.copiers = copiers  # plugin classes that copy their subclasses onto a target
         self.is_package = relpath.endswith("__init__.py")
         self.bindings: dict[str, str] = {}  # local name -> absolute dotted target
         self.patch_names: dict[str, PatchClass] = {}
+        self.top_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.top_classes: dict[str, ast.ClassDef] = {}
+        self.subscripted_upstream: set[str] = set()  # Base of class X(Base[upstream])
 
     # -- helpers ---------------------------------------------------------------------
     def is_upstream(self, dotted_name: str) -> bool:
@@ -148,9 +224,16 @@ class _FileVisitor:
     def run(self, tree: ast.Module) -> None:
         self._collect_imports(tree.body, None, None, self.bindings)
         self._node_gates = version_gates.node_gates(tree)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.top_functions.setdefault(node.name, node)
+            elif isinstance(node, ast.ClassDef):
+                self.top_classes.setdefault(node.name, node)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 self._maybe_patch(node)
+
+    def collect_calls(self, tree: ast.Module) -> None:
         self._collect_calls(tree)
 
     def _collect_imports(
@@ -253,29 +336,148 @@ class _FileVisitor:
 
     # -- patch classes -----------------------------------------------------------------
     def _maybe_patch(self, node: ast.ClassDef) -> None:
-        for base in node.bases:
-            if not isinstance(base, ast.Subscript):
-                continue
-            base_name = dotted(base.value)
-            if base_name is None or base_name.split(".")[-1] not in self.corpus.patch_bases:
-                continue
-            target_expr = ast.unparse(base.slice)
+        for base_name, base in subscripted_bases(node):
+            last = base_name.split(".")[-1]
             target = self.expand(dotted(base.slice))
-            patch = PatchClass(
-                node.name,
-                self.relpath,
-                self.modname,
-                node.lineno,
-                node.end_lineno or node.lineno,
-                base_name.split(".")[-1],
-                target_expr,
-                target,
-            )
-            patch.version_gate = self._node_gates.get(id(node))
-            self._patch_body(patch, node)
-            self.corpus.patches.append(patch)
-            self.patch_names[node.name] = patch
+            upstream = target is not None and self.is_upstream(target)
+            if upstream:
+                self.subscripted_upstream.add(last)
+            if self.corpus.patch_bases:
+                if last not in self.corpus.patch_bases:
+                    continue
+                rule = RULE_CONFIGURED
+            elif upstream and self._qualify(base_name) in self.copiers:
+                rule = RULE_GENERIC
+            else:
+                continue
+            self._add_class_patch(node, last, ast.unparse(base.slice), target, rule)
             return
+        self._maybe_orig_capture(node)
+
+    def _qualify(self, name: str) -> str:
+        """The absolute name of a class the file names: imported, or defined here."""
+        expanded = self.expand(name)
+        if expanded is not None:
+            return expanded
+        return f"{self.modname}.{name}"
+
+    def _add_class_patch(
+        self, node: ast.ClassDef, base: str, target_expr: str, target: str | None, rule: str
+    ) -> PatchClass:
+        patch = PatchClass(
+            node.name,
+            self.relpath,
+            self.modname,
+            node.lineno,
+            node.end_lineno or node.lineno,
+            base,
+            target_expr,
+            target,
+            rule=rule,
+        )
+        patch.version_gate = self._node_gates.get(id(node))
+        self._patch_body(patch, node)
+        self.corpus.patches.append(patch)
+        self.patch_names[node.name] = patch
+        return patch
+
+    def _maybe_orig_capture(self, node: ast.ClassDef) -> None:
+        """``class C: _orig_x = Target.x``: C patches the one upstream owner it captures from."""
+        owners: dict[str, str] = {}
+        for stmt in node.body:
+            if not (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id.startswith(ORIG_PREFIX)
+            ):
+                continue
+            owner = _capture_owner(stmt.value)
+            target = self.expand(owner)
+            if owner is not None and target is not None and self.is_upstream(target):
+                owners[target] = owner
+        if len(owners) == 1:
+            ((target, spelled),) = owners.items()
+            self._add_class_patch(node, "", spelled, target, RULE_ORIG)
+
+    # -- patches installed by assignment, and registered classes ---------------------------
+    def assignment_patches(
+        self,
+        tree: ast.Module,
+        functions: dict[str, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]],
+    ) -> None:
+        """One patch per upstream target this file assigns onto (``Target.x = f``)."""
+        by_target: dict[str, PatchClass] = {}
+        for site in installed_attributes(
+            tree, self.bindings, self._function_scopes, self.expand, self.is_upstream
+        ):
+            function, kind = site.function, site.kind
+            if function is None and isinstance(site.value, ast.Name):
+                # a function imported from another plugin module: read its signature there
+                origin = self.expand(site.value.id, site.scope) or ""
+                module, _, name = origin.rpartition(".")
+                function = functions.get(module, {}).get(name)
+                kind = "method" if function is not None else kind
+            patch = by_target.get(site.target)
+            if patch is None:
+                patch = by_target[site.target] = PatchClass(
+                    site.target_expr.rsplit(".", 1)[-1],
+                    self.relpath,
+                    self.modname,
+                    site.lineno,
+                    site.lineno,
+                    "",
+                    site.target_expr,
+                    site.target,
+                    rule=RULE_ASSIGNMENT,
+                )
+                self.corpus.patches.append(patch)
+            patch.lineno = min(patch.lineno, site.lineno)
+            patch.end_lineno = max(patch.end_lineno, site.lineno)
+            if patch.attribute(site.name) is not None:
+                continue  # assigned twice (say, in two version-gated branches): the first wins
+            local = function is not None and site.function is not None
+            sig = signature_of(function) if function is not None else None
+            patch.attributes.append(
+                PatchAttr(
+                    site.name,
+                    kind,
+                    function.lineno if local else site.lineno,
+                    (function.end_lineno or function.lineno) if local else site.lineno,
+                    sig,
+                    tuple(ast.unparse(d) for d in function.decorator_list) if function else (),
+                    (),
+                    _passthrough(sig, ()) if sig is not None else False,
+                    source=self._qualname(tree, function) if local else None,
+                    installed_at=f"{self.relpath}:{site.lineno}",
+                )
+            )
+            if local and kind == "method" and _first_param(function) == "self":
+                self._self_reads(patch, function)
+
+    @staticmethod
+    def _qualname(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The function's name among the file's definitions (top level or a class member)."""
+        if function in tree.body:
+            return function.name
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and function in node.body:
+                return f"{node.name}.{function.name}"
+        return None  # nested in a function: its signature is checked, its body is not
+
+    def registry_patches(self, tree: ast.Module, registered: dict[str, int]) -> None:
+        """A registered plugin class that subclasses an upstream class patches that class."""
+        for name, node in self.top_classes.items():
+            if f"{self.modname}.{name}" not in registered or name in self.patch_names:
+                continue
+            if len(node.bases) != 1:
+                continue  # mixins and interfaces besides: the instance is not the target's
+            for base in node.bases:
+                spelled = dotted(base)
+                target = self.expand(spelled)
+                if spelled is not None and target is not None and self.is_upstream(target):
+                    self._add_class_patch(node, "", spelled, target, RULE_REGISTRY)
+                    break
 
     def _patch_body(
         self,
@@ -452,6 +654,21 @@ class _FileVisitor:
 
 def _is_overload(decorators: tuple[str, ...]) -> bool:
     return any(d.split(".")[-1] == "overload" for d in decorators)
+
+
+def _first_param(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    args = [*function.args.posonlyargs, *function.args.args]
+    return args[0].arg if args else None
+
+
+def _capture_owner(value: ast.expr) -> str | None:
+    """``Target`` of ``Target.x``, ``Target.x.__func__`` or ``getattr(Target, "x")``."""
+    if isinstance(value, ast.Call) and dotted(value.func) == "getattr" and len(value.args) >= 2:
+        return dotted(value.args[0])
+    chain = (dotted(value) or "").split(".") if isinstance(value, ast.Attribute) else []
+    while len(chain) > 2 and chain[-1] in ("__func__", "__wrapped__", "fget"):
+        chain.pop()
+    return ".".join(chain[:-1]) or None
 
 
 def _member_kind(decorators: tuple[str, ...]) -> str:

@@ -158,6 +158,16 @@ def exact_pin(items: list, package: str) -> str | None:
     return None
 
 
+def platform_entry_points(plugin_dir: Path) -> tuple[str, ...]:
+    """``module:function`` of the project's ``vllm.platform_plugins`` entry points.
+
+    vLLM calls each and loads the ``"module.Class"`` it returns: a registration of a
+    platform class, statically visible in the function's ``return`` statement.
+    """
+    project = find_project(plugin_dir)
+    return tuple(value for _, value in project.platform_points) if project is not None else ()
+
+
 def configured_forks(plugin_root: Path) -> tuple[Path, dict[str, str]] | None:
     """``[tool.rebasekit] forks`` of the project around ``plugin_root`` and the folder its
     paths are relative to; None outside a project with a pyproject.toml."""
@@ -174,4 +184,5 @@ __all__ = [
     "declared_subpackage_pins",
     "default_plugin_dir",
     "find_pyproject",
+    "platform_entry_points",
 ]

@@ -19,6 +19,14 @@ from rebasekit.degradation import Degradation
 from rebasekit.index.models import Signature
 from rebasekit.sourcefile import read_source_text
 
+# How a patch was found (rebasekit.corpus.discovery has the rules), in reporting order.
+RULE_CONFIGURED = "configured-base"  # class X(Base[Target]), Base named by --patch-base / settings
+RULE_GENERIC = "generic-base"  # class X(Base[Target]), Base a plugin class that copies onto Target
+RULE_ORIG = "orig-capture"  # a class that captures _orig_x = Target.x
+RULE_ASSIGNMENT = "assignment"  # Target.x = f / setattr(Target, "x", f) onto an upstream name
+RULE_REGISTRY = "registry"  # a plugin subclass of an upstream class handed to an upstream registry
+RULES = (RULE_CONFIGURED, RULE_GENERIC, RULE_ORIG, RULE_ASSIGNMENT, RULE_REGISTRY)
+
 
 @dataclass(frozen=True)
 class PluginImport:
@@ -96,11 +104,19 @@ class PatchAttr:
     calls_orig: tuple[str, ...] = ()  # _orig_ aliases this override calls
     is_passthrough: bool = False  # written (self, *args, **kwargs)
     version_gate: str | None = None  # defined in a version-gated branch of the class body
+    # Installed by assignment: the plugin function's qualname in the patch's file (its
+    # body, for the body checks) and where the assignment is (``relpath:line``).
+    source: str | None = None
+    installed_at: str | None = None
 
 
 @dataclass
 class PatchClass:
-    """``class Name(<PatchBase>[Target])`` and what it sets."""
+    """What a plugin sets on one upstream target, and the discovery rule that found it.
+
+    ``class Name(<PatchBase>[Target])`` for the class rules; for the assignment rule one
+    record per plugin file and target, named after the target as the plugin spells it.
+    """
 
     name: str
     relpath: str
@@ -114,6 +130,12 @@ class PatchClass:
     orig_aliases: list[OrigAlias] = field(default_factory=list)
     self_reads: list[SelfRead] = field(default_factory=list)
     version_gate: str | None = None  # the class statement sits in a version-gated branch
+    rule: str = RULE_CONFIGURED  # which of RULES found it
+
+    @property
+    def is_class(self) -> bool:
+        """Whether a ``class`` statement of the plugin is the patch (not an assignment)."""
+        return self.rule != RULE_ASSIGNMENT
 
     def attribute(self, name: str) -> PatchAttr | None:
         return next((a for a in self.attributes if a.name == name), None)
@@ -141,6 +163,9 @@ class PluginCorpus:
     calls: list[UpstreamCall] = field(default_factory=list)
     comments: dict[str, dict[int, str]] = field(default_factory=dict)  # relpath -> line -> comment
     degradations: list[Degradation] = field(default_factory=list)  # files that could not be read
+    # Plugin classes subscripted with an upstream name that no rule took as a patch base:
+    # what a user would pass to --patch-base when discovery finds nothing.
+    base_candidates: tuple[str, ...] = ()
     # The one parsed view: each file's text and syntax tree, kept from extraction.
     sources: dict[str, str] = field(default_factory=dict, repr=False)
     modules: dict[str, ast.Module] = field(default_factory=dict, repr=False, compare=False)
@@ -162,10 +187,15 @@ class PluginCorpus:
         """The syntax tree of a plugin file (None: not in the corpus, or it does not parse)."""
         return self.modules.get(relpath)
 
+    def patch_counts(self) -> dict[str, int]:
+        """Patches per discovery rule, in the order of the rules."""
+        counts = {rule: sum(1 for p in self.patches if p.rule == rule) for rule in RULES}
+        return {rule: n for rule, n in counts.items() if n}
+
     def class_node(self, patch: PatchClass) -> ast.ClassDef | None:
         """The ``class`` statement of ``patch`` in its file's syntax tree."""
         module = self.module(patch.relpath)
-        if module is None:
+        if module is None or not patch.is_class:
             return None
         named = [
             n for n in ast.walk(module) if isinstance(n, ast.ClassDef) and n.name == patch.name

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rebasekit import __version__
+from rebasekit.report.patches import patch_document
 
 SCHEMA_VERSION = 3
 
@@ -38,6 +39,7 @@ def to_document(result) -> dict[str, Any]:
             "suppressed": len(result.suppressed),
             "by_severity": dict(sorted(counts.items())),
             "degradations": len(result.degradations),
+            "patches": patch_document(result),
         },
         "findings": [f.to_dict() for f in result.findings],
     }

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from rebasekit import __version__
 from rebasekit.codes import CODES
 from rebasekit.findings import Severity
+from rebasekit.report.patches import patch_document
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -129,6 +130,7 @@ def to_sarif_dict(result) -> dict[str, Any]:
                 "invocations": [_invocation(result)],
                 "properties": {
                     "plugin": result.plugin_dir,
+                    "patches": patch_document(result),
                     "upstream": {
                         "to": {
                             "label": result.new_label,

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rebasekit.findings import Drift, Finding, Severity
+from rebasekit.report.patches import patch_text
 
 TABLE_MIN_WIDTH = 120
 _INDENT = 2
@@ -64,6 +65,7 @@ def render_table(result, console: Console) -> None:
                 "bold yellow",
             ),
         )
+    print_wrapped(console, Text(f"checked {patch_text(result)}"))
     if not result.findings:
         console.print(
             Text("no findings", "green")

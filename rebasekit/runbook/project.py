@@ -22,6 +22,15 @@ def plugin_name(project: ProjectSettings, explicit: str | None) -> str:
     return name
 
 
+def plugin_folder(project: ProjectSettings, name: str) -> Path | None:
+    """The package folder of plugin ``name`` in the project (flat or ``src/`` layout)."""
+    for base in (project.root, project.root / "src"):
+        folder = base / name.replace(".", "/")
+        if (folder / "__init__.py").is_file():
+            return folder
+    return None
+
+
 def entry_point(project: ProjectSettings) -> str | None:
     """``name=module:attr`` of the first ``vllm.general_plugins`` entry point, if any."""
     if not project.entry_points:

@@ -24,6 +24,7 @@ from rebasekit.settings.model import (
 from rebasekit.settings.toml import parse_toml, read_toml
 
 PLUGIN_GROUP = "vllm.general_plugins"
+PLATFORM_GROUP = "vllm.platform_plugins"  # functions returning "module.Class" of a Platform
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 PACKAGE_SETTINGS = "rebasekit.toml"  # how an installed plugin, with no pyproject, declares settings
 
@@ -37,6 +38,7 @@ class ProjectSettings:
     tool: RebasekitSettings
     project: ProjectTable
     entry_points: tuple[tuple[str, str], ...]  # (name, "module:attr") of PLUGIN_GROUP
+    platform_points: tuple[tuple[str, str], ...] = ()  # the same, of PLATFORM_GROUP
 
     @property
     def plugin(self) -> str | None:
@@ -94,8 +96,16 @@ def load_project(root: Path) -> ProjectSettings:
     pyproject = root / "pyproject.toml"
     document = read_toml(pyproject)
     extra = _setup_cfg_entry_points(root / "setup.cfg") + _setup_py_entry_points(root / "setup.py")
+    platform = _setup_cfg_entry_points(root / "setup.cfg", PLATFORM_GROUP) + _setup_py_entry_points(
+        root / "setup.py", PLATFORM_GROUP
+    )
     return _settings(
-        root, pyproject if document is not None else None, document or {}, str(pyproject), extra
+        root,
+        pyproject if document is not None else None,
+        document or {},
+        str(pyproject),
+        extra,
+        platform,
     )
 
 
@@ -120,19 +130,22 @@ def _settings(
     document: dict,
     origin: str,
     extra_entry_points: tuple[tuple[str, str], ...],
+    extra_platform_points: tuple[tuple[str, str], ...] = (),
 ) -> ProjectSettings:
     project = project_table(document, origin)
     declared = tuple(project.entry_points.get(PLUGIN_GROUP, {}).items())
+    platform = tuple(project.entry_points.get(PLATFORM_GROUP, {}).items())
     return ProjectSettings(
         root=root,
         pyproject=pyproject,
         tool=tool_settings(document, origin),
         project=project,
         entry_points=declared + extra_entry_points,
+        platform_points=platform + extra_platform_points,
     )
 
 
-def _setup_cfg_entry_points(path: Path) -> tuple[tuple[str, str], ...]:
+def _setup_cfg_entry_points(path: Path, group: str = PLUGIN_GROUP) -> tuple[tuple[str, str], ...]:
     if not path.is_file():
         return ()
     parser = configparser.ConfigParser(interpolation=None)
@@ -143,11 +156,11 @@ def _setup_cfg_entry_points(path: Path) -> tuple[tuple[str, str], ...]:
             f"{path} is not a valid setup.cfg ({' '.join(str(exc).split())})",
             hint="fix its syntax",
         ) from None
-    text = parser.get("options.entry_points", PLUGIN_GROUP, fallback="")
+    text = parser.get("options.entry_points", group, fallback="")
     return _entry_point_lines(text.splitlines())
 
 
-def _setup_py_entry_points(path: Path) -> tuple[tuple[str, str], ...]:
+def _setup_py_entry_points(path: Path, group: str = PLUGIN_GROUP) -> tuple[tuple[str, str], ...]:
     """The plugin entry points of a literal ``setup(entry_points={...})`` call."""
     if not path.is_file():
         return ()
@@ -165,7 +178,7 @@ def _setup_py_entry_points(path: Path) -> tuple[tuple[str, str], ...]:
                 table = ast.literal_eval(keyword.value)
             except ValueError:
                 continue  # computed at build time: not statically known
-            lines = table.get(PLUGIN_GROUP, ()) if isinstance(table, dict) else ()
+            lines = table.get(group, ()) if isinstance(table, dict) else ()
             return _entry_point_lines([lines] if isinstance(lines, str) else list(lines))
     return ()
 

@@ -275,3 +275,46 @@ def test_a_subpackage_without_its_own_extra_follows_the_main_pin(tmp_path):
     assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
         ("RK102", "plug/legacy/service.py")
     ]
+
+
+def test_patches_installed_by_assignment_are_found_and_scan_clean_without_configuration():
+    """vllm-ascend's ``vllm_ascend/patch/`` style: no patch class, no [tool.rebasekit]."""
+    code, report = scan("assigned_patches")
+    assert report["complete"], report["degradations"]
+    assert (code, report["findings"]) == (0, [])
+    assert report["summary"]["patches"]["by_rule"] == {"assignment": 4}
+
+
+def test_an_assigned_function_that_lost_a_parameter_is_reported(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "assigned_patches", case)
+    parser = case / "plugin" / "plug" / "patch" / "patch_tool_parser.py"
+    parser.write_text(
+        parser.read_text().replace("(self, request, result_generator)", "(self, request)")
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["details"]["param"]) for f in report["findings"]] == [
+        ("RK210", "result_generator")
+    ]
+
+
+def test_a_read_of_a_helper_no_patch_adds_is_reported(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "assigned_patches", case)
+    (case / "plugin" / "plug" / "patch" / "patch_usage.py").write_text("")
+    code, report = scan(case)
+    assert code == 1
+    assert [(f["code"], f["details"]["attribute"]) for f in report["findings"]] == [
+        ("RK303", "_make_usage_info")
+    ]
+
+
+def test_a_call_that_fits_neither_upstream_nor_the_replacement_is_reported(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "assigned_patches", case)
+    chunk = case / "plugin" / "plug" / "ops" / "chunk.py"
+    chunk.write_text(chunk.read_text().replace(", **options", ""))
+    code, report = scan(case)
+    assert code == 1
+    assert [f["code"] for f in report["findings"]] == ["RK301"]

@@ -75,3 +75,26 @@ def test_recall_matcher_runs_on_the_smallest_pair(smallest_pair, monkeypatch):
     assert result.new_findings == len(new)
     assert len(result.unmatched) <= result.new_findings
     assert "| 0.1.0->0.1.1 | --patch-base |" in recall.table([result])
+
+
+def test_unconfigured_scan_discovers_every_patch_class(release, monkeypatch):
+    """No --plugin, no --patch-base: the entry point names the package, discovery the patches.
+
+    The expected count is read from the source with a plain text search, not from rebasekit.
+    """
+    import re
+
+    src, _, tree = release
+    pattern = re.compile(r"^\s*class \w+\(ArcticPatch\[", re.M)
+    expected = sum(
+        len(pattern.findall(p.read_text(encoding="utf-8")))
+        for p in (src / "arctic_inference").rglob("*.py")
+        if p.name != "patching.py"  # its docstring shows the syntax in examples
+    )
+    monkeypatch.chdir(src)
+    res = invoke(app, ["scan", "--vllm", tree, "--json"])
+    assert res.exit_code in (0, 1), res.output
+    report = json.loads(res.stdout)
+    assert report["complete"], report["degradations"]
+    assert expected >= 18
+    assert report["summary"]["patches"]["by_rule"]["generic-base"] == expected

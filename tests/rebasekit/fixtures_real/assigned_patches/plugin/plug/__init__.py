@@ -1,0 +1,2 @@
+def register():
+    import plug.patch  # noqa: F401

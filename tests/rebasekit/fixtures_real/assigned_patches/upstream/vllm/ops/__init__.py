@@ -1,0 +1,1 @@
+from vllm.ops.chunk import chunk_gated_delta_rule
