@@ -185,10 +185,9 @@ def load_corpus(
     """The corpus of ``plugin`` (default: the project's configured plugin)."""
     plugin_dir = check_plugin_dir(plugin) if plugin is not None else default_plugin_dir()
     bases = tuple(patch_bases or ()) or configured_patch_bases(plugin_dir)
-    corpus = extract_corpus(plugin_dir, bases, upstream_package)
+    corpus = extract_corpus(plugin_dir, bases, upstream_package, platform_entry_points(plugin_dir))
     corpus.subpackage_pins = declared_subpackage_pins(plugin_dir, upstream_package)
     return corpus
-    return extract_corpus(plugin_dir, bases, upstream_package, platform_entry_points(plugin_dir))
 
 
 def scan_plugin(
