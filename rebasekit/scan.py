@@ -24,7 +24,9 @@ from rebasekit.corpus import (
     platform_entry_points,
 )
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.corpus.subpins import only, other_pins
 from rebasekit.degradation import Degradation
+from rebasekit.errors import RebasekitError
 from rebasekit.findings import Drift, Finding, Severity
 from rebasekit.index import CodeIndex
 from rebasekit.load import TreeInput, scan_context
@@ -202,11 +204,14 @@ def scan_plugin(
     corpus: PluginCorpus | None = None,
     new_reason: str = "given",
     old_reason: str = "given",
+    pin_trees: dict[str, TreeInput] | None = None,
 ) -> ScanResult:
     """Scan a plugin against the NEW tree (and classify drift against the OLD one).
 
     Trees may be specs (folder, ``X.Y.Z``, ``REPO@REF``), trees or ready indexes; the
-    reasons say which option named them (shown as each tree's origin).
+    reasons say which option named them (shown as each tree's origin). A sub-package
+    that declares its own pin is scanned against that release's tree (``pin_trees[pin]``
+    when given, else the release itself, fetched).
     Raises :class:`~rebasekit.errors.RebasekitError` subclasses for bad input.
     """
     select, ignore = tuple(select), tuple(ignore)
@@ -224,4 +229,75 @@ def scan_plugin(
     result = run_scan(ctx, select, ignore)
     result.new_source = new if isinstance(new, str) else None
     result.old_source = old if isinstance(old, str) else None
+    for prefix, pin in other_pins(corpus, result.new_version).items():
+        tree = (pin_trees or {}).get(pin, pin)
+        _add_subpackage_scan(result, only(corpus, prefix), prefix, pin, tree, needs, select, ignore)
     return result
+
+
+def _add_subpackage_scan(
+    result: ScanResult,
+    part: PluginCorpus,
+    prefix: str,
+    pin: str,
+    tree: TreeInput,
+    needs: set[str],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+) -> None:
+    """Scan one sub-package against the tree of its own pin and fold it into ``result``.
+
+    Its findings are the same before and after a bump of the main pin (its own pin is
+    what it follows), so with an OLD tree they count as preexisting. When the tree cannot
+    be opened the "not scanned" degradation stays: the analysis is incomplete.
+    """
+    name = prefix.rstrip("/")
+    try:
+        ctx = scan_context(
+            part,
+            tree,
+            None,
+            needs=needs,
+            config=ScanConfig(upstream_package=part.upstream_package),
+            new_reason=f"own pin of {name}",
+        )
+    except RebasekitError as exc:
+        result.degradations = [
+            *(
+                d
+                for d in result.degradations
+                if (d.kind, d.subject) != ("subpackage-other-pin", name)
+            ),
+            Degradation(
+                "subpackage-pin-unavailable",
+                name,
+                f"declares its own pin {part.upstream_package}=={pin}, whose tree could not be "
+                f"opened ({str(exc).splitlines()[0]}), so it was not scanned",
+                f"give its tree with --pin-tree {pin}=DIR, or pass --allow-incomplete",
+            ),
+        ]
+        return
+    sub = run_scan(ctx, select, ignore)
+    if result.old_label is not None:
+        for f in sub.findings:
+            f.drift = Drift.PREEXISTING
+    result.findings = sorted([*result.findings, *sub.findings], key=sort_key)
+    result.suppressed.extend(sub.suppressed)
+    skipped = [
+        d for d in result.degradations if (d.kind, d.subject) == ("subpackage-other-pin", name)
+    ]
+    # whether the plugin's patches were found is a question of the whole plugin: the main
+    # pass answered it; a sub-package may well hold no patch of its own
+    whole_plugin = {"patch-bases-unmatched", "no-patches-found"}
+    result.degradations = completeness.unique(
+        [d for d in result.degradations if d not in skipped]
+        + [d for d in sub.degradations if d.kind not in whole_plugin]
+    )
+    result.origins = (
+        *result.origins,
+        *(
+            TreeOrigin("subpackage", o.label, o.spec, f"own pin of {name}")
+            for o in sub.origins
+            if o.role == "new"
+        ),
+    )

@@ -70,6 +70,31 @@ IgnoreOpt = Annotated[
     ),
 ]
 
+PinTreeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pin-tree",
+        metavar="PIN=SPEC",
+        help="Upstream tree for a sub-package that declares its own pin (folder or REPO@REF)"
+        " instead of the downloaded release (repeatable).",
+    ),
+]
+
+
+def pin_tree_pairs(items: list[str] | None, flag: str) -> tuple[tuple[str, str], ...]:
+    """``PIN=SPEC`` pairs from a repeatable option; bad input names the expected form."""
+    pairs = []
+    for item in items or ():
+        pin, sep, spec = item.partition("=")
+        if not sep or not pin.strip() or not spec.strip():
+            raise InputError(
+                f"{flag} {item!r} is not PIN=SPEC",
+                hint=f"write it like {flag} 0.26.0=/path/to/vllm-0.26.0 (a folder or REPO@REF)",
+            )
+        pairs.append((pin.strip(), spec.strip()))
+    return tuple(pairs)
+
+
 AllowIncompleteOpt = Annotated[
     bool,
     typer.Option(

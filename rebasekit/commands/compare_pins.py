@@ -17,10 +17,10 @@ from rebasekit.commands._common import (
     handle_errors,
     note,
     out_console,
+    pin_tree_pairs,
     verdict,
     warn_degradations,
 )
-from rebasekit.errors import InputError
 from rebasekit.history.compare import CompareOptions, compare_pins
 from rebasekit.history.ledger import FLAG_RULES, MIN_PRIOR_BUMPS
 from rebasekit.history.render import dumps, print_table, to_markdown
@@ -105,20 +105,6 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _trees(items: list[str]) -> tuple[tuple[str, str], ...]:
-    """``PIN=SPEC`` pairs from --tree; bad input names the expected form."""
-    pairs = []
-    for item in items:
-        pin, sep, spec = item.partition("=")
-        if not sep or not pin.strip() or not spec.strip():
-            raise InputError(
-                f"--tree {item!r} is not PIN=SPEC",
-                hint="write it like --tree 0.26.0=/path/to/vllm-0.26.0 (a folder or REPO@REF)",
-            )
-        pairs.append((pin.strip(), spec.strip()))
-    return tuple(pairs)
-
-
 @handle_errors
 def compare_pins_cmd(
     repo: Annotated[Path, typer.Option("--repo", help="The plugin's git checkout.")] = Path("."),
@@ -189,7 +175,7 @@ def compare_pins_cmd(
         derive=derive,
         plugin=plugin,
         patch_bases=tuple(patch_base or ()),
-        trees=_trees(tree or []),
+        trees=pin_tree_pairs(tree, "--tree"),
     )
     ledger = compare_pins(root, options)
     incomplete = bool(ledger.degradations) and not allow_incomplete

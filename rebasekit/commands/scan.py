@@ -12,6 +12,7 @@ from rebasekit.commands._common import (
     IgnoreOpt,
     JsonOpt,
     PatchBaseOpt,
+    PinTreeOpt,
     PluginOpt,
     SarifOpt,
     SelectOpt,
@@ -24,6 +25,7 @@ from rebasekit.commands._common import (
     known_codes_check,
     out_console,
     pick_trees,
+    pin_tree_pairs,
     split_codes,
     verdict,
     warn_degradations,
@@ -47,6 +49,7 @@ def _run(
     select,
     ignore,
     allow_incomplete,
+    pin_tree=None,
 ) -> None:
     if json_out and sarif_out:
         raise InputError("--json and --sarif both given", hint="choose one output format")
@@ -74,6 +77,7 @@ def _run(
         ignore=ignored,
         new_reason=new_flag,
         old_reason="--from",
+        pin_trees=dict(pin_tree_pairs(pin_tree, "--pin-tree")),
     )
     if json_out:
         emit(to_json(result))
@@ -103,6 +107,7 @@ def _command(base_select: tuple[str, ...]):
         select: SelectOpt = None,
         ignore: IgnoreOpt = None,
         allow_incomplete: AllowIncompleteOpt = False,
+        pin_tree: PinTreeOpt = None,
     ) -> None:
         _run(
             base_select,
@@ -118,6 +123,7 @@ def _command(base_select: tuple[str, ...]):
             select,
             ignore,
             allow_incomplete,
+            pin_tree,
         )
 
     return command

@@ -238,18 +238,62 @@ def _scan_json(case: Path, *more: str) -> tuple[int, dict]:
     return res.exit_code, json.loads(res.stdout)
 
 
-def test_a_subpackage_with_its_own_pin_is_left_out_at_another_release_and_said_so():
-    """``plug/legacy`` has its own extra pinning vllm==0.1.0; at 0.2.0 its import of a
-    name 0.2.0 lacks is not a finding, and the scan says the sub-package was skipped."""
-    code, report = _scan_json(FIXTURES / "subpackage_pin")
+def _legacy_tree(tmp_path: Path, runner: str) -> Path:
+    """A vLLM 0.1.0 tree for the fixture's legacy sub-package, with ``runner`` as runner.py."""
+    tree = tmp_path / "vllm-0.1.0"
+    (tree / "vllm").mkdir(parents=True)
+    (tree / "vllm" / "__init__.py").write_text("")
+    (tree / "vllm" / "version.py").write_text('__version__ = "0.1.0"\n')
+    (tree / "vllm" / "runner.py").write_text(runner)
+    return tree
+
+
+def test_a_subpackage_with_its_own_pin_is_scanned_against_that_pin(tmp_path):
+    """``plug/legacy`` has its own extra pinning vllm==0.1.0. Scanned at 0.2.0 its import of
+    ``OldRunner`` (gone in 0.2.0) is not a finding; against its own 0.1.0 tree it is
+    checked there: clean where 0.1.0 has the name, a finding where it does not."""
+    good = _legacy_tree(
+        tmp_path / "good", "class OldRunner:\n    def step(self, x):\n        return x\n"
+    )
+    code, report = _scan_json(FIXTURES / "subpackage_pin", "--pin-tree", f"0.1.0={good}")
+    assert (code, report["findings"], report["degradations"]) == (0, [], [])
+    assert [(o["role"], o["reason"]) for o in report["upstream"]["origins"]][-1] == (
+        "subpackage",
+        "own pin of plug/legacy",
+    )
+    bad = _legacy_tree(tmp_path / "bad", "class Runner:\n    pass\n")
+    code, report = _scan_json(FIXTURES / "subpackage_pin", "--pin-tree", f"0.1.0={bad}")
+    assert code == 1
+    assert [(f["code"], f["plugin"]["path"]) for f in report["findings"]] == [
+        ("RK102", "plug/legacy/service.py")
+    ]
+
+
+def test_a_subpackage_whose_pin_tree_cannot_be_opened_makes_the_scan_incomplete(tmp_path):
+    code, report = _scan_json(
+        FIXTURES / "subpackage_pin", "--pin-tree", f"0.1.0={tmp_path / 'missing'}"
+    )
     assert code == 2
     assert report["findings"] == []
     assert [(d["kind"], d["subject"]) for d in report["degradations"]] == [
-        ("subpackage-other-pin", "plug/legacy")
+        ("subpackage-pin-unavailable", "plug/legacy")
     ]
-    assert "--vllm-version 0.1.0" in report["degradations"][0]["fix"]
-    code, _ = _scan_json(FIXTURES / "subpackage_pin", "--allow-incomplete")
+    assert "--pin-tree 0.1.0=DIR" in report["degradations"][0]["fix"]
+    code, _ = _scan_json(
+        FIXTURES / "subpackage_pin",
+        "--pin-tree",
+        f"0.1.0={tmp_path / 'missing'}",
+        "--allow-incomplete",
+    )
     assert code == 0
+
+
+def test_a_malformed_pin_tree_option_is_bad_input():
+    res = invoke(
+        app, ["scan", "--vllm", FIXTURES / "subpackage_pin" / "upstream", "--pin-tree", "0.1.0"]
+    )
+    assert res.exit_code == 2
+    assert "is not PIN=SPEC" in res.output
 
 
 def test_a_subpackage_is_scanned_at_its_own_pin(tmp_path):
