@@ -1,0 +1,133 @@
+"""Plugin classes that run as (or on top of) an upstream class: patches and plain subclasses.
+
+Patches are the corpus's :class:`PatchClass` records; a plain subclass is a plugin
+``class Mine(UpstreamBase)`` whose first base is an upstream class through the file's
+imports. Both have methods whose ``self`` is an instance of the upstream class, so the
+calls they make on ``self`` and through ``super()`` bind against upstream signatures.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from rebasekit.analysis.attrs import patch_own_names
+from rebasekit.analysis.shapes import self_assignments
+from rebasekit.astutil import dotted
+from rebasekit.corpus.models import PatchClass, PluginCorpus
+from rebasekit.index import CodeIndex, Symbol
+
+FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass
+class PluginClass:
+    """One plugin class bound to an upstream class (``upstream``, dotted as imported)."""
+
+    name: str
+    relpath: str
+    node: ast.ClassDef
+    upstream: str
+    patch: PatchClass | None = None
+    own_names: set[str] = field(default_factory=set)  # members and self.X it assigns
+
+    @property
+    def kind(self) -> str:
+        return "patch" if self.patch is not None else "subclass"
+
+    def methods(self) -> list[FuncNode]:
+        return [n for n in self.node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def import_map(corpus: PluginCorpus, relpath: str) -> dict[str, str]:
+    """Local name -> upstream dotted name for one file (module-level imports win)."""
+    out: dict[str, str] = {}
+    for imp in corpus.imports:
+        if imp.relpath == relpath and imp.alias != "*":
+            # ``import a.b`` binds ``a`` to the top package, not to ``a.b``
+            top = imp.name is None and imp.alias == imp.module.split(".")[0]
+            if imp.in_function is None or imp.alias not in out:
+                out[imp.alias] = imp.alias if top else imp.target
+    return out
+
+
+def expand(names: dict[str, str], text: str | None) -> str | None:
+    """``text`` with its first segment mapped through ``names`` (None: not upstream)."""
+    if not text:
+        return None
+    head, _, rest = text.partition(".")
+    target = names.get(head)
+    if target is None:
+        return None
+    return f"{target}.{rest}" if rest else target
+
+
+def is_static(func: FuncNode) -> bool:
+    return any(dotted(d) == "staticmethod" for d in func.decorator_list)
+
+
+def self_name(func: FuncNode) -> str | None:
+    """The name the instance (or class) is bound to in ``func``; None for staticmethods."""
+    if is_static(func):
+        return None
+    args = func.args.posonlyargs + func.args.args
+    return args[0].arg if args else None
+
+
+def _class_names(node: ast.ClassDef) -> set[str]:
+    names: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names |= set(self_assignments(stmt))
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
+
+
+def plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
+    """Every patch with a target and every plain subclass of an upstream class."""
+    out: list[PluginClass] = []
+    patch_at = {(p.relpath, p.lineno): p for p in corpus.patches}
+    for relpath in sorted(corpus.modules):
+        module = corpus.module(relpath)
+        if module is None:
+            continue
+        names = import_map(corpus, relpath)
+        for node in ast.walk(module):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            patch = patch_at.get((relpath, node.lineno))
+            if patch is not None:
+                if patch.target:
+                    own = patch_own_names(corpus, patch) | _class_names(node)
+                    out.append(PluginClass(node.name, relpath, node, patch.target, patch, own))
+                continue
+            if not node.bases:
+                continue
+            base = expand(names, dotted(node.bases[0]))
+            if base is not None:
+                out.append(PluginClass(node.name, relpath, node, base, None, _class_names(node)))
+    return out
+
+
+def patched_names(corpus: PluginCorpus, index: CodeIndex, cls: Symbol) -> set[str]:
+    """Names any patch of the plugin adds to ``cls`` (or to a class of its MRO)."""
+    quals = {k.qualname for k in index.mro(cls)}
+    names: set[str] = set()
+    for patch in corpus.patches:
+        if not patch.target:
+            continue
+        target = index.resolve(patch.target)
+        if target is not None and target.qualname in quals:
+            names |= {a.name for a in patch.attributes} | {a.alias for a in patch.orig_aliases}
+            names |= patch_own_names(corpus, patch)
+    return names
+
+
+def upstream_class(index: CodeIndex, pc: PluginClass) -> Symbol | None:
+    sym = index.resolve(pc.upstream)
+    return sym if sym is not None and sym.kind == "class" else None
