@@ -715,8 +715,9 @@ class SelfCallBroken(Record):
             if self.old_tree:
                 text += f" (defined at {self.old_tree}{': ' + q(self.old_signature) if self.old_signature else ''})"
             return text + (f"; renamed to {q(self.renamed_to)}?" if self.renamed_to else "")
+        verb = "no longer binds" if self.old_signature else "does not bind"
         return (
-            f"{q(self.caller)} calls {call}, which no longer binds at {self.tree}: "
+            f"{q(self.caller)} calls {call}, which {verb} at {self.tree}: "
             f"{'; '.join(self.problems)}; {q(self.upstream)} now takes "
             f"{q(self.upstream_signature)}{_was(self.old_signature, self.old_tree, q)}"
             f"{_shown_by(self.upstream_call, q)}"
@@ -742,7 +743,8 @@ class DataclassFieldGone(Record):
             parts.append(
                 "passes "
                 + ", ".join(q(f) for f in self.fields)
-                + f", no longer a field at {self.tree}"
+                + (", no longer a field" if self.old_fields else ", not a field")
+                + f" at {self.tree}"
             )
         if self.missing:
             parts.append("omits new required field " + ", ".join(q(f) for f in self.missing))
@@ -772,9 +774,10 @@ class SuperCallBroken(Record):
     upstream_call: str | None = None
 
     def wording(self, q: Quote) -> str:
+        verb = "no longer binds" if self.old_signature else "does not bind"
         return (
             f"{q(self.caller)} calls {q(f'super().{self.method}(...)')} on upstream "
-            f"{q(self.base)}, which no longer binds at {self.tree}: {'; '.join(self.problems)}; "
+            f"{q(self.base)}, which {verb} at {self.tree}: {'; '.join(self.problems)}; "
             f"{q(self.upstream)} now takes {q(self.upstream_signature)}"
             f"{_was(self.old_signature, self.old_tree, q)}{_shown_by(self.upstream_call, q)}"
         )

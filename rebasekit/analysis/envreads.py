@@ -114,7 +114,7 @@ def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead
         if module is None:
             continue
         names = import_map(corpus, relpath)
-        for func, node in _walk_with_function(module):
+        for func, node, guarded in _walk_with_function(module):
             if isinstance(node, ast.Call) and dotted(node.func) in ("hasattr", "getattr"):
                 if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
                     owner = _expand(names, dotted(node.args[0]))
@@ -132,6 +132,8 @@ def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 own.add(name)
                 continue
+            if guarded:
+                continue  # read under ``try:``: a missing variable is handled there
             reads.append(EnvRead(relpath, node.lineno, name, ast.unparse(node), func))
     return reads, own
 
@@ -147,13 +149,15 @@ def _expand(names: dict[str, str], text: str | None) -> str | None:
 
 
 def _walk_with_function(module: ast.Module):
-    """(enclosing function qualname or None, node) for every node of ``module``."""
-    stack: list[tuple[ast.AST, str | None]] = [(module, None)]
+    """(enclosing function qualname or None, node, inside a ``try:`` body) for every node."""
+    stack: list[tuple[ast.AST, str | None, bool]] = [(module, None, False)]
     while stack:
-        node, func = stack.pop()
+        node, func, guarded = stack.pop()
+        tried = {id(s) for s in node.body} if isinstance(node, ast.Try) and node.handlers else set()
         for child in ast.iter_child_nodes(node):
             inner = func
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = child.name if func is None else f"{func}.{child.name}"
-            yield func, child
-            stack.append((child, inner))
+            inside = guarded or id(child) in tried
+            yield func, child, inside
+            stack.append((child, inner, inside))

@@ -12,7 +12,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from rebasekit.analysis.pluginclasses import PluginClass, expand, import_map, self_name
+from rebasekit.analysis.pluginclasses import (
+    PluginClass,
+    expand,
+    import_map,
+    method_nodes,
+    self_name,
+)
 from rebasekit.astutil import dotted
 from rebasekit.corpus.extract import ORIG_PREFIX
 from rebasekit.corpus.models import PluginCorpus
@@ -30,14 +36,14 @@ class Forward:
     forwarded: tuple[tuple[int, str], ...]  # (0-based position after self, parameter name)
 
 
-def forwards(corpus: PluginCorpus, pc: PluginClass) -> list[Forward]:
+def forwards(corpus: PluginCorpus, pc: PluginClass, version: str | None = None) -> list[Forward]:
     aliases = {a.alias: a.attr for a in pc.patch.orig_aliases} if pc.patch else {}
     names = import_map(corpus, pc.relpath)
     out: list[Forward] = []
     for func in pc.methods():
         me = self_name(func)
         own = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
-        for node in ast.walk(func):
+        for node in method_nodes(func, version):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             recv, attr = node.func.value, node.func.attr

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from rebasekit.analysis.attrs import patch_own_names
 from rebasekit.analysis.shapes import self_assignments
 from rebasekit.astutil import dotted
+from rebasekit.corpus import version_gates
 from rebasekit.corpus.models import PatchClass, PluginCorpus
 from rebasekit.index import CodeIndex, Symbol
 
@@ -131,3 +132,61 @@ def patched_names(corpus: PluginCorpus, index: CodeIndex, cls: Symbol) -> set[st
 def upstream_class(index: CodeIndex, pc: PluginClass) -> Symbol | None:
     sym = index.resolve(pc.upstream)
     return sym if sym is not None and sym.kind == "class" else None
+
+
+def replaced_names(corpus: PluginCorpus) -> set[str]:
+    """Upstream dotted names the plugin assigns anywhere (``mod.Cls = Mine``,
+    ``Cls.meth = fn``, ``setattr(Cls, "meth", fn)``): what they name at run time is the
+    plugin's, so nothing read from the upstream definition holds for them."""
+    out: set[str] = set()
+    for relpath in sorted(corpus.modules):
+        module = corpus.module(relpath)
+        if module is None:
+            continue
+        names = import_map(corpus, relpath)
+        for node in ast.walk(module):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute):
+                        full = expand(names, dotted(t))
+                        if full:
+                            out.add(full)
+            elif (
+                isinstance(node, ast.Call)
+                and dotted(node.func) == "setattr"
+                and len(node.args) == 3
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                owner = expand(names, dotted(node.args[0]))
+                if owner:
+                    out.add(f"{owner}.{node.args[1].value}")
+    return out
+
+
+def method_nodes(func: FuncNode, version: str | None) -> list[ast.AST]:
+    """The nodes of ``func`` that run as its own code at ``version``.
+
+    Nested classes are left out (their ``self`` and ``super()`` are another class's), and
+    so are version-gated branches (``if vllm_version_is("0.23.0"): ... else: ...``) that
+    do not run at the scanned release.
+    """
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            continue
+        out.append(node)
+        if isinstance(node, ast.If):
+            branches = version_gates.gate(node.test)
+            then_spec, else_spec = branches if branches else (None, None)
+            stack.append(node.test)
+            if version_gates.runs_at(then_spec, version):
+                stack.extend(node.body)
+            if version_gates.runs_at(else_spec, version):
+                stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out

@@ -23,6 +23,7 @@ from rebasekit.analysis.pluginclasses import (
     PluginClass,
     expand,
     import_map,
+    method_nodes,
     patched_names,
     self_name,
     upstream_class,
@@ -44,6 +45,8 @@ class ClassCall:
     shape: CallShape
     via: str  # "self" | "super"
     text: str
+    # ``super(X, self)`` naming an upstream class X: lookup starts after X in its MRO
+    start_after: str | None = None
 
     @property
     def where(self) -> str:
@@ -54,22 +57,32 @@ def _is_super(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and dotted(node.func) == "super"
 
 
-def class_calls(corpus: PluginCorpus, pc: PluginClass) -> list[ClassCall]:
+def class_calls(
+    corpus: PluginCorpus, pc: PluginClass, version: str | None = None
+) -> list[ClassCall]:
     """``self.m(...)`` calls (both kinds of class) and super() calls (plain subclasses)."""
     names = import_map(corpus, pc.relpath)
     out: list[ClassCall] = []
     for func in pc.methods():
         me = self_name(func)
-        for node in ast.walk(func):
+        for node in method_nodes(func, version):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             recv, attr = node.func.value, node.func.attr
             via = None
+            start_after = None
             shape = shape_of_call(node)
             if me is not None and isinstance(recv, ast.Name) and recv.id == me:
                 via = "self"
             elif pc.patch is None and _is_super(recv):
                 via = "super"
+                sup_args = recv.args  # type: ignore[attr-defined]
+                if sup_args:
+                    first = dotted(sup_args[0])
+                    if first != pc.name:
+                        start_after = expand(names, first)
+                        if start_after is None:
+                            continue  # super() of a class the scan cannot place
             elif (
                 pc.patch is None
                 and expand(names, dotted(recv)) == pc.upstream
@@ -85,7 +98,16 @@ def class_calls(corpus: PluginCorpus, pc: PluginClass) -> list[ClassCall]:
             if via is None or attr.startswith("_orig_"):
                 continue
             out.append(
-                ClassCall(pc, func.name, attr, node.lineno, shape, via, ast.unparse(node.func))
+                ClassCall(
+                    pc,
+                    func.name,
+                    attr,
+                    node.lineno,
+                    shape,
+                    via,
+                    ast.unparse(node.func),
+                    start_after,
+                )
             )
     return out
 
@@ -107,6 +129,10 @@ def resolve_call(
     the plugin adds supplies the name; anything dynamic is "unknown".
     """
     cls = upstream_class(index, call.owner)
+    if cls is not None and call.start_after is not None:
+        named = index.resolve(call.start_after)
+        mro = index.mro(named) if named is not None and named.kind == "class" else []
+        cls = mro[1] if len(mro) > 1 else None
     if cls is None:
         return "unknown", None
     if call.via == "self" and (

@@ -44,14 +44,16 @@ def _member(index: CodeIndex, pc: PluginClass, name: str) -> tuple[Symbol, Symbo
 @register_check(codes=["RK217"])
 def check_caller_keywords(ctx: ScanContext) -> Iterator[Finding]:
     for pc in plugin_classes(ctx.corpus):
+        if pc.patch is None:
+            # a plain subclass runs only where the plugin builds it, usually from callers
+            # of its own (its worker calls its runner): upstream's callers prove nothing
+            continue
         for func in pc.methods():
             sig = signature_of(func)
             if sig.var_keyword is not None or (
                 func.name.startswith("__") and func.name != "__init__"
             ):
                 continue
-            if func.name == "__init__" and pc.patch is None:
-                continue  # upstream constructs its own class, not the plugin's subclass
             found = _member(ctx.new, pc, func.name)
             if found is None:
                 continue
@@ -97,7 +99,7 @@ def check_forwarded_params(ctx: ScanContext) -> Iterator[Finding]:
     if base is None:
         return
     for pc in plugin_classes(ctx.corpus):
-        for fwd in forwards(ctx.corpus, pc):
+        for fwd in forwards(ctx.corpus, pc, ctx.new.tree.version):
             old_found, new_found = (
                 _member(base, pc, fwd.upstream_attr),
                 _member(ctx.new, pc, fwd.upstream_attr),

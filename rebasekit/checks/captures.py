@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 
 from rebasekit.analysis.captures import captures
-from rebasekit.analysis.pluginclasses import patched_names
+from rebasekit.analysis.pluginclasses import patched_names, replaced_names
 from rebasekit.analysis.selfcalls import renamed_to
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
@@ -37,9 +37,12 @@ def _added_by_patches(ctx: ScanContext, container: Symbol) -> set[str]:
 @register_check(codes=["RK221"])
 def check_captures(ctx: ScanContext) -> Iterator[Finding]:
     envs = f"{ctx.config.upstream_package}.envs."
+    replaced = replaced_names(ctx.corpus)
     for cap in captures(ctx.corpus, ctx.new.tree.version):
         if cap.target.startswith(envs):
             continue  # RK308 reads vllm.envs
+        if cap.target in replaced:
+            continue  # the plugin assigns it itself (save-and-restore wrappers)
         res = ctx.new.lookup(cap.target)
         if res.status is not Status.MISSING or res.container is None:
             continue

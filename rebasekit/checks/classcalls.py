@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rebasekit.analysis.binding import bind, render_params
-from rebasekit.analysis.pluginclasses import plugin_classes, upstream_class
+from rebasekit.analysis.pluginclasses import plugin_classes, replaced_names, upstream_class
 from rebasekit.analysis.selfcalls import (
     Callee,
     ClassCall,
@@ -52,8 +52,13 @@ def _upstream_call(ctx: ScanContext, call: ClassCall, callee: Callee) -> str | N
 
 @register_check(codes=["RK305", "RK307"])
 def check_class_calls(ctx: ScanContext) -> Iterator[Finding]:
+    replaced = replaced_names(ctx.corpus)
     for pc in plugin_classes(ctx.corpus):
-        for call in class_calls(ctx.corpus, pc):
+        if pc.upstream in replaced:
+            continue  # the plugin swaps that upstream class for its own
+        for call in class_calls(ctx.corpus, pc, ctx.new.tree.version):
+            if f"{pc.upstream}.{call.name}" in replaced:
+                continue
             state, callee = resolve_call(ctx.corpus, ctx.new, call)
             loc = ctx.plugin_loc(pc.relpath, call.line, call.where)
             if state == "missing" and call.via == "self":

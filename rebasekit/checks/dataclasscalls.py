@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from rebasekit.analysis.binding import CallShape, bind, render_params
 from rebasekit.analysis.dataclassfields import dataclass_params, is_dataclass
+from rebasekit.analysis.pluginclasses import replaced_names
 from rebasekit.analysis.upstreamuses import uses_of
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
@@ -39,13 +40,16 @@ def _upstream_call(index: CodeIndex, cls: Symbol, params: list[Param]) -> str | 
 
 @register_check(codes=["RK306"])
 def check_dataclass_calls(ctx: ScanContext) -> Iterator[Finding]:
+    replaced = replaced_names(ctx.corpus)
     for c in ctx.corpus.calls:
-        if c.via_orig:
+        if c.via_orig or c.callee in replaced:
             continue
         found = _fields(ctx.new, c.callee)
         if found is None:
             continue
         sym, params = found
+        if sym.qualname in replaced:
+            continue  # the plugin installs its own class under that name
         shape = CallShape(c.positional, tuple(c.keywords), c.star_args, c.star_kwargs)
         result = bind(shape, params)
         if not (result.unexpected or result.missing):

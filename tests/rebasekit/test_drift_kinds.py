@@ -525,3 +525,96 @@ def test_subclass_that_delegates_to_super_is_not_a_copy(tmp_path):
         run(tmp_path, {"sampler.py": SAMPLER_OLD}, {"sampler.py": SAMPLER_NEW}, delegating, "RK405")
         == []
     )
+
+
+# -- guards learnt from real plugins ---------------------------------------------------------
+def test_a_dataclass_the_plugin_replaces_by_assignment_is_not_checked(tmp_path):
+    text = (
+        "import vllm.outputs\n"
+        + DC_PLUGIN
+        + "\n\nclass Mine(RunnerOutput):\n    pass\n\n\nvllm.outputs.RunnerOutput = Mine\n"
+    )
+    assert (
+        run(tmp_path, {"outputs.py": OUTPUT_OLD}, {"outputs.py": OUTPUT_NEW}, text, "RK306") == []
+    )
+
+
+def test_envs_read_under_try_is_handled_by_the_plugin(tmp_path):
+    text = ENVS_PLUGIN.replace(
+        "    return envs.VLLM_USE_V1, envs2.VLLM_OLD_FLAG, envs.VLLM_MINE",
+        "    try:\n        return envs2.VLLM_OLD_FLAG\n    except AttributeError:\n        return None",
+    )
+    assert "try:" in text
+    assert run(tmp_path, {"envs.py": ENVS_OLD}, {"envs.py": ENVS_NEW}, text, "RK308") == []
+
+
+GRAND_NEW = """\
+class Grand:
+    def __init__(self, size, dtype):
+        self.size = size
+
+
+class Parent(Grand):
+    def __init__(self, size):
+        super().__init__(size, None)
+"""
+GRAND_PLUGIN = """\
+from vllm.layers import Parent
+
+
+class Child(Parent):
+    def __init__(self, size):
+        super(Parent, self).__init__(size)
+"""
+
+
+def test_super_with_an_upstream_class_argument_skips_that_class(tmp_path):
+    # super(Parent, self) reaches Grand.__init__, which now also needs dtype
+    found = run(tmp_path, {"layers.py": GRAND_NEW}, {"layers.py": GRAND_NEW}, GRAND_PLUGIN, "RK307")
+    assert [(f.upstream.symbol, f.details["problems"]) for f in found] == [
+        ("vllm.layers.Grand.__init__", ["missing required argument 'dtype'"])
+    ]
+    assert "does not bind at 1.1.0" in found[0].message
+
+
+def test_caller_keywords_are_not_checked_on_plain_subclasses(tmp_path):
+    text = KW_PLUGIN.replace(
+        "class ModelRunnerPatch(Patch[ModelRunner]):", "class Mine(ModelRunner):"
+    )
+    assert run(tmp_path, {"runner.py": MR_OLD}, {"runner.py": MR_NEW}, text, "RK217") == []
+
+
+GATED_PLUGIN = """\
+from vllm.worker import Worker
+from vllm_ascend.utils import vllm_version_is
+
+
+class MyWorker(Worker):
+    def __init__(self, config, rank):
+        if vllm_version_is("1.0.0"):
+            super().__init__(config, rank)
+        else:
+            super().__init__(config, rank, is_driver=False)
+
+    def build(self):
+        class Inner(Worker):
+            def __init__(self, cfg):
+                super().__init__(cfg, 0, is_driver=True)
+
+        return Inner
+"""
+
+
+def test_super_calls_in_branches_gated_off_at_the_pin_are_skipped(tmp_path):
+    # the 1.0.0 branch does not run at 1.1.0; Inner's super() is Inner's, not MyWorker's
+    # (Inner is checked as a subclass of its own, and binds)
+    assert (
+        run(tmp_path, {"worker.py": WORKER_OLD}, {"worker.py": WORKER_NEW}, GATED_PLUGIN, "RK307")
+        == []
+    )
+
+
+def test_the_branch_that_runs_at_the_pin_is_still_checked(tmp_path):
+    text = GATED_PLUGIN.replace('vllm_version_is("1.0.0")', 'vllm_version_is("1.1.0")')
+    found = run(tmp_path, {"worker.py": WORKER_OLD}, {"worker.py": WORKER_NEW}, text, "RK307")
+    assert [f.plugin.line for f in found] == [line_of(text, "super().__init__(config, rank)")]
