@@ -76,7 +76,14 @@ def _file_calls(index: CodeIndex, relpath: str) -> dict[str, list[UpstreamUse]]:
 
 
 def search_files(index: CodeIndex, cls: Symbol) -> list[str]:
-    """The files of ``cls`` and its in-tree bases, then their folder siblings."""
+    """The files of ``cls`` and its in-tree bases, then their folder siblings (memoised)."""
+    memo: dict[str, list[str]] = index.__dict__.setdefault("_use_files", {})
+    if cls.qualname not in memo:
+        memo[cls.qualname] = _search_files(index, cls)
+    return memo[cls.qualname]
+
+
+def _search_files(index: CodeIndex, cls: Symbol) -> list[str]:
     own: list[str] = []
     for klass in index.mro(cls):
         if klass.relpath not in own:

@@ -69,7 +69,7 @@ def check_class_calls(ctx: ScanContext) -> Iterator[Finding]:
             result = check(call, callee)
             if result.ok:
                 continue
-            old_state, old_callee = _old(ctx, call)
+            _, old_callee = _old(ctx, call)
             old_sig = render_params(old_callee.params) if old_callee is not None else None
             sig = render_params(callee.params)
             fields = dict(
