@@ -9,7 +9,9 @@ calls they make on ``self`` and through ``super()`` bind against upstream signat
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from rebasekit.analysis.attrs import patch_own_names
 from rebasekit.analysis.shapes import self_assignments
@@ -19,6 +21,7 @@ from rebasekit.corpus.models import PatchClass, PluginCorpus
 from rebasekit.index import CodeIndex, Symbol
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
+T = TypeVar("T")
 
 
 @dataclass
@@ -89,8 +92,26 @@ def _class_names(node: ast.ClassDef) -> set[str]:
     return names
 
 
+def _memo(corpus: PluginCorpus, key: str, build: Callable[[], T]) -> T:
+    """One result per corpus: the corpus never changes after extraction."""
+    memo: dict[str, Any] = corpus.__dict__.setdefault("_class_memo", {})
+    if key not in memo:
+        memo[key] = build()
+    return memo[key]
+
+
 def plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
     """Every patch with a target and every plain subclass of an upstream class."""
+    return _memo(corpus, "classes", lambda: _plugin_classes(corpus))
+
+
+def _own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
+    return _memo(
+        corpus, f"own:{patch.relpath}:{patch.lineno}", lambda: patch_own_names(corpus, patch)
+    )
+
+
+def _plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
     out: list[PluginClass] = []
     patch_at = {(p.relpath, p.lineno): p for p in corpus.patches}
     for relpath in sorted(corpus.modules):
@@ -104,7 +125,7 @@ def plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
             patch = patch_at.get((relpath, node.lineno))
             if patch is not None:
                 if patch.target:
-                    own = patch_own_names(corpus, patch) | _class_names(node)
+                    own = _own_names(corpus, patch) | _class_names(node)
                     out.append(PluginClass(node.name, relpath, node, patch.target, patch, own))
                 continue
             if not node.bases:
@@ -125,7 +146,7 @@ def patched_names(corpus: PluginCorpus, index: CodeIndex, cls: Symbol) -> set[st
         target = index.resolve(patch.target)
         if target is not None and target.qualname in quals:
             names |= {a.name for a in patch.attributes} | {a.alias for a in patch.orig_aliases}
-            names |= patch_own_names(corpus, patch)
+            names |= _own_names(corpus, patch)
     return names
 
 
@@ -138,6 +159,10 @@ def replaced_names(corpus: PluginCorpus) -> set[str]:
     """Upstream dotted names the plugin assigns anywhere (``mod.Cls = Mine``,
     ``Cls.meth = fn``, ``setattr(Cls, "meth", fn)``): what they name at run time is the
     plugin's, so nothing read from the upstream definition holds for them."""
+    return _memo(corpus, "replaced", lambda: _replaced_names(corpus))
+
+
+def _replaced_names(corpus: PluginCorpus) -> set[str]:
     out: set[str] = set()
     for relpath in sorted(corpus.modules):
         module = corpus.module(relpath)

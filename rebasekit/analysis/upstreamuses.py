@@ -102,7 +102,8 @@ def uses_of(
     files = [cls.relpath] if self_only else search_files(index, cls)
     found: list[UpstreamUse] = []
     for relpath in files:
-        found += _file_calls(index, relpath).get(name, [])
+        if f"{name}(" in index.text(relpath):  # cheap text test before parsing
+            found += _file_calls(index, relpath).get(name, [])
     if self_only:
         found = [u for u in found if u.receiver == "self"]
     return sorted(found, key=lambda u: (u.receiver != "self", u.relpath != cls.relpath))

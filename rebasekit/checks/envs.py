@@ -15,10 +15,12 @@ from rebasekit.records import EnvsAttributeMissing
 @register_check(codes=["RK308"])
 def check_envs(ctx: ScanContext) -> Iterator[Finding]:
     package = ctx.config.upstream_package
+    reads, own = env_reads(ctx.corpus, package)
+    if not reads:
+        return
     defined = defined_names(ctx.new, package)
     if defined is None:
         return  # no envs module at all: the import checks report that
-    reads, own = env_reads(ctx.corpus, package)
     old_defined = defined_names(ctx.old, package) if ctx.old is not None else None
     facts = ctx.new.module(f"{package}.envs")
     seen: set[tuple[str, int, str]] = set()
