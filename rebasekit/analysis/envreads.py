@@ -111,8 +111,8 @@ def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead
             )
     for relpath in sorted(corpus.modules):
         module = corpus.module(relpath)
-        if module is None:
-            continue
+        if module is None or ENVS not in corpus.source_text(relpath):
+            continue  # a file that never spells "envs" reads none of them
         names = import_map(corpus, relpath)
         for func, node, guarded in _walk_with_function(module):
             if isinstance(node, ast.Call) and dotted(node.func) in ("hasattr", "getattr"):

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rebasekit.analysis.attrs import patch_own_names
 from rebasekit.analysis.shapes import self_assignments
 from rebasekit.astutil import dotted
 from rebasekit.corpus import version_gates
+from rebasekit.corpus.constructed import constructed_class_names
 from rebasekit.corpus.models import PatchClass, PluginCorpus
 from rebasekit.index import CodeIndex, Symbol
 
@@ -105,9 +105,12 @@ def plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
     return _memo(corpus, "classes", lambda: _plugin_classes(corpus))
 
 
-def _own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
-    return _memo(
-        corpus, f"own:{patch.relpath}:{patch.lineno}", lambda: patch_own_names(corpus, patch)
+def _patch_own_names(module: ast.Module, node: ast.ClassDef, patch: PatchClass) -> set[str]:
+    """What :func:`rebasekit.analysis.attrs.patch_own_names` says, from the node in hand."""
+    return (
+        {a.name for a in patch.attributes}
+        | _class_names(node)
+        | constructed_class_names(module, node)
     )
 
 
@@ -125,7 +128,7 @@ def _plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
             patch = patch_at.get((relpath, node.lineno))
             if patch is not None:
                 if patch.target:
-                    own = _own_names(corpus, patch) | _class_names(node)
+                    own = _patch_own_names(module, node, patch)
                     out.append(PluginClass(node.name, relpath, node, patch.target, patch, own))
                 continue
             if not node.bases:
@@ -140,13 +143,13 @@ def patched_names(corpus: PluginCorpus, index: CodeIndex, cls: Symbol) -> set[st
     """Names any patch of the plugin adds to ``cls`` (or to a class of its MRO)."""
     quals = {k.qualname for k in index.mro(cls)}
     names: set[str] = set()
-    for patch in corpus.patches:
-        if not patch.target:
+    for pc in plugin_classes(corpus):
+        patch = pc.patch
+        if patch is None:
             continue
-        target = index.resolve(patch.target)
+        target = index.resolve(patch.target) if patch.target else None
         if target is not None and target.qualname in quals:
-            names |= {a.name for a in patch.attributes} | {a.alias for a in patch.orig_aliases}
-            names |= _own_names(corpus, patch)
+            names |= pc.own_names | {a.alias for a in patch.orig_aliases}
     return names
 
 

@@ -15,34 +15,41 @@ from dataclasses import dataclass
 
 from rebasekit.analysis.binding import CallShape, shape_of_call
 from rebasekit.astutil import dotted, parse_text
+from rebasekit.datacodec import record
 from rebasekit.index import CodeIndex, Symbol
+from rebasekit.index.cache import tree_memo
 
 _MAX_FILES = 80  # folder siblings searched at most, per folder
 
 
+@record
 @dataclass(frozen=True)
 class UpstreamUse:
-    """One upstream call ``<receiver>.name(...)`` (or ``Name(...)``)."""
+    """One upstream call ``<receiver>.name(...)`` (or ``Name(...)``); cached per tree."""
 
     relpath: str
     line: int
     caller: str  # qualname of the enclosing function (module-relative)
     text: str
     receiver: str | None  # "self", another dotted receiver, None for a bare name
-    shape: CallShape
+    positional: int
+    keywords: tuple[str, ...]
+    star_args: bool
+    star_kwargs: bool
+
+    @property
+    def shape(self) -> CallShape:
+        return CallShape(self.positional, self.keywords, self.star_args, self.star_kwargs)
 
     def render(self) -> str:
         return f"{self.relpath}:{self.line}: {self.text}"
 
 
+@tree_memo
 def _file_calls(index: CodeIndex, relpath: str) -> dict[str, list[UpstreamUse]]:
-    """Every call in one upstream file, by the called name's last segment (memoised per index)."""
-    memo: dict[str, dict[str, list[UpstreamUse]]] = index.__dict__.setdefault("_call_uses", {})
-    if relpath in memo:
-        return memo[relpath]
+    """Every call in one upstream file, by the called name's last segment."""
     module = parse_text(index.text(relpath))
     out: dict[str, list[UpstreamUse]] = {}
-    memo[relpath] = out
     if module is None:
         return out
 
@@ -60,13 +67,17 @@ def _file_calls(index: CodeIndex, relpath: str) -> dict[str, list[UpstreamUse]]:
                     name = func.id
                 if name is not None:
                     text = ast.unparse(child)
+                    shape = shape_of_call(child)
                     use = UpstreamUse(
                         relpath,
                         child.lineno,
                         scope,
                         text if len(text) <= 160 else text[:157] + "...",
                         receiver,
-                        shape_of_call(child),
+                        shape.positional,
+                        shape.keywords,
+                        shape.star_args,
+                        shape.star_kwargs,
                     )
                     out.setdefault(name, []).append(use)
             visit(child, scope)
