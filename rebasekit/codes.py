@@ -230,3 +230,62 @@ define(
     "file but declares no fork; it is checked as a fork of the old pin and the "
     "declaration to add is suggested.",
 )
+
+# -- drift kinds read from upstream's own definitions and call sites -------------------
+define(
+    "RK217",
+    E,
+    "override-misses-caller-keyword",
+    "Upstream code calls the overridden method with a keyword argument the override "
+    "does not accept; the finding names that upstream call site.",
+)
+define(
+    "RK218",
+    E,
+    "override-forwards-removed-param",
+    "The override forwards one of its parameters by position to the original (or "
+    "super()), but upstream removed that parameter: the value now lands in another one.",
+)
+define(
+    "RK221",
+    E,
+    "captured-attribute-missing",
+    "Plugin code outside a patch class captures an upstream attribute "
+    "('_orig = Target.attr', at module level or in a function) that the tree no longer has.",
+)
+define(
+    "RK305",
+    E,
+    "self-call-does-not-bind",
+    "A patch or plugin subclass calls an inherited upstream method on self; the method "
+    "no longer accepts that call, or upstream removed or renamed it.",
+)
+define(
+    "RK306",
+    E,
+    "dataclass-field-gone",
+    "A constructor call to an upstream dataclass passes a field the dataclass no longer "
+    "declares (or omits a new required one); the fields are read from its definition.",
+)
+define(
+    "RK307",
+    E,
+    "subclass-super-call-does-not-bind",
+    "A plugin subclass of an upstream class (not a patch) calls super().__init__(...) or "
+    "another super() method whose upstream signature no longer accepts the call.",
+)
+define(
+    "RK308",
+    E,
+    "envs-attribute-missing",
+    "The plugin reads an attribute of vllm.envs that the tree no longer defines (neither "
+    "in environment_variables nor as a module attribute).",
+)
+define(
+    "RK405",
+    W,
+    "copied-subclass-body-drift",
+    "A plugin subclass method copies the upstream method it overrides (similar to the "
+    "OLD body, no super() call) and that upstream body changed between OLD and NEW; the "
+    "diff is attached.",
+)

@@ -607,3 +607,218 @@ class UndeclaredFork(Record):
             f"{len(self.shared)} shared definitions alike: {', '.join(self.similar)}) but "
             f"declares no fork; treated as a fork at {self.version}"
         )
+
+
+# -- drift kinds read from upstream's own definitions and call sites -------------------
+def _was(old_signature: str | None, old_tree: str | None, q: Quote) -> str:
+    return f" (at {old_tree}: {q(old_signature)})" if old_signature and old_tree else ""
+
+
+def _shown_by(site: str | None, q: Quote) -> str:
+    return f"; upstream calls it as {q(site)}" if site else ""
+
+
+@dataclass(frozen=True)
+class CallerKeywordMissing(Record):
+    code: ClassVar[str] = "RK217"
+    attr: str = ident()  # the overridden method
+    keyword: str = ident()
+    patch: str = ""
+    upstream: str = ""  # qualname of the overridden method at NEW
+    tree: str = ""
+    override_signature: str = ""
+    caller: str = ""  # qualname of the upstream function making the call
+    call_site: str = ""  # path:line
+    call_text: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.patch + '.' + self.attr)} {q(self.override_signature)} does not accept "
+            f"keyword {q(self.keyword)}, which upstream {q(self.caller)} passes at {self.tree} "
+            f"({self.call_site}: {q(self.call_text)})"
+        )
+
+
+@dataclass(frozen=True)
+class ForwardsRemovedParam(Record):
+    code: ClassVar[str] = "RK218"
+    attr: str = ident()  # the override
+    param: str = ident()  # the parameter forwarded by position
+    patch: str = ""
+    upstream: str = ""
+    callee: str = ""  # how the original is reached (``_orig_x`` / ``super().x``)
+    position: int = 0  # 0-based position among the call's arguments
+    lands_in: str | None = None  # the NEW parameter that position fills
+    old_tree: str = ""
+    tree: str = ""
+    old_signature: str = ""
+    new_signature: str = ""
+
+    def wording(self, q: Quote) -> str:
+        lands = f"; that position now fills {q(self.lands_in)}" if self.lands_in else ""
+        return (
+            f"{q(self.patch + '.' + self.attr)} passes {q(self.param)} by position to "
+            f"{q(self.callee)}, but upstream {q(self.upstream)} dropped {q(self.param)} between "
+            f"{self.old_tree} and {self.tree} ({q(self.old_signature)} -> "
+            f"{q(self.new_signature)}){lands}"
+        )
+
+
+@dataclass(frozen=True)
+class CapturedAttributeMissing(Record):
+    code: ClassVar[str] = "RK221"
+    target: str = ident()  # dotted upstream name captured, as imported
+    name: str = ident()  # the plugin variable it is stored in
+    scope: str = ""  # "module" or the enclosing function
+    container: str = ""  # qualname of the class/module that lacks it
+    tree: str = ""
+    old_tree: str | None = None  # set when the attribute existed there
+    similar: str | None = None  # a NEW member with a close name or the same body
+
+    def wording(self, q: Quote) -> str:
+        attr = self.target.rsplit(".", 1)[-1]
+        text = f"{q(self.name + ' = ' + self.target)} ({self.scope}) captures {q(attr)}, which "
+        text += f"{q(self.container)} "
+        text += (
+            f"no longer has at {self.tree} (present at {self.old_tree})"
+            if self.old_tree
+            else f"does not define at {self.tree}"
+        )
+        return text + (f"; did it become {q(self.similar)}?" if self.similar else "")
+
+
+@dataclass(frozen=True)
+class SelfCallBroken(Record):
+    code: ClassVar[str] = "RK305"
+    owner: str = ident()  # the plugin class
+    method: str = ident()  # the upstream method called on self
+    positional: int = ident()
+    keywords: tuple[str, ...] = ident()
+    caller: str = ""  # the plugin method making the call
+    state: str = "unbound"  # "unbound" | "removed"
+    upstream: str = ""  # qualname at NEW (or the class, when removed)
+    tree: str = ""
+    problems: tuple[str, ...] = ()
+    upstream_signature: str = ""
+    old_tree: str | None = None
+    old_signature: str | None = None
+    renamed_to: str | None = None
+    upstream_call: str | None = None  # how upstream itself calls it at NEW (path:line: text)
+
+    def wording(self, q: Quote) -> str:
+        call = q(f"self.{self.method}(...)")
+        if self.state == "removed":
+            text = (
+                f"{q(self.caller)} calls {call}, but {q(self.upstream)} no longer has "
+                f"{q(self.method)} at {self.tree}"
+            )
+            if self.old_tree:
+                text += f" (defined at {self.old_tree}{': ' + q(self.old_signature) if self.old_signature else ''})"
+            return text + (f"; renamed to {q(self.renamed_to)}?" if self.renamed_to else "")
+        verb = "no longer binds" if self.old_signature else "does not bind"
+        return (
+            f"{q(self.caller)} calls {call}, which {verb} at {self.tree}: "
+            f"{'; '.join(self.problems)}; {q(self.upstream)} now takes "
+            f"{q(self.upstream_signature)}{_was(self.old_signature, self.old_tree, q)}"
+            f"{_shown_by(self.upstream_call, q)}"
+        )
+
+
+@dataclass(frozen=True)
+class DataclassFieldGone(Record):
+    code: ClassVar[str] = "RK306"
+    dataclass: str = ident()  # qualname at NEW
+    fields: tuple[str, ...] = ident()  # the keywords that are no longer fields
+    missing: tuple[str, ...] = ident(default=())  # new required fields not passed
+    tree: str = ""
+    new_fields: str = ""  # the generated signature at NEW
+    old_tree: str | None = None
+    old_fields: str | None = None
+    upstream_call: str | None = None  # an upstream construction at NEW (path:line: text)
+
+    def wording(self, q: Quote) -> str:
+        name = self.dataclass.rsplit(".", 1)[-1]
+        parts = []
+        if self.fields:
+            parts.append(
+                "passes "
+                + ", ".join(q(f) for f in self.fields)
+                + (", no longer a field" if self.old_fields else ", not a field")
+                + f" at {self.tree}"
+            )
+        if self.missing:
+            parts.append("omits new required field " + ", ".join(q(f) for f in self.missing))
+        text = f"{q(name + '(...)')} ({q(self.dataclass)}) " + " and ".join(parts)
+        text += f"; its fields are now {q(self.new_fields)}"
+        text += _was(self.old_fields, self.old_tree, q)
+        return text + (
+            f"; upstream builds it as {q(self.upstream_call)}" if self.upstream_call else ""
+        )
+
+
+@dataclass(frozen=True)
+class SuperCallBroken(Record):
+    code: ClassVar[str] = "RK307"
+    owner: str = ident()  # the plugin subclass
+    method: str = ident()  # the method called through super()
+    positional: int = ident()
+    keywords: tuple[str, ...] = ident()
+    caller: str = ""
+    base: str = ""  # the upstream base class, as imported
+    upstream: str = ""  # what the call reaches at NEW
+    tree: str = ""
+    problems: tuple[str, ...] = ()
+    upstream_signature: str = ""
+    old_tree: str | None = None
+    old_signature: str | None = None
+    upstream_call: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        verb = "no longer binds" if self.old_signature else "does not bind"
+        return (
+            f"{q(self.caller)} calls {q(f'super().{self.method}(...)')} on upstream "
+            f"{q(self.base)}, which {verb} at {self.tree}: {'; '.join(self.problems)}; "
+            f"{q(self.upstream)} now takes {q(self.upstream_signature)}"
+            f"{_was(self.old_signature, self.old_tree, q)}{_shown_by(self.upstream_call, q)}"
+        )
+
+
+@dataclass(frozen=True)
+class EnvsAttributeMissing(Record):
+    code: ClassVar[str] = "RK308"
+    name: str = ident()  # the vllm.envs attribute
+    tree: str = ""
+    read_as: str = ""  # the expression in plugin code
+    old_tree: str | None = None  # set when it was defined there
+    similar: str | None = None  # a NEW variable with a close name
+
+    def wording(self, q: Quote) -> str:
+        text = f"{q(self.read_as)} reads {q('vllm.envs.' + self.name)}, which "
+        text += (
+            f"was removed between {self.old_tree} and {self.tree}"
+            if self.old_tree
+            else f"{self.tree} does not define"
+        )
+        return text + (f"; closest at {self.tree}: {q(self.similar)}" if self.similar else "")
+
+
+@dataclass(frozen=True)
+class CopiedSubclassBodyDrift(Record):
+    code: ClassVar[str] = "RK405"
+    upstream: str = ident()  # qualname of the upstream method at NEW
+    owner: str = ident()  # the plugin subclass
+    method: str = ""
+    base_version: str | None = None
+    new_version: str | None = None
+    similarity: float = 0.0
+    removed: int = 0
+    added: int = 0
+    diff: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.owner + '.' + self.method)} copies {q(self.upstream)} (similarity "
+            f"{self.similarity:.2f} to its {self.base_version} body, no super() call), which "
+            f"changed upstream between {self.base_version} and {self.new_version} "
+            f"(-{self.removed}/+{self.added} lines)"
+        )

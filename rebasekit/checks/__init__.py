@@ -16,6 +16,12 @@ CHECK_MODULES: list[str] = [
     "bypass",
     "mirrored",
     "forks",
+    "classcalls",
+    "dataclasscalls",
+    "envs",
+    "captures",
+    "callers",
+    "copies",
 ]
 
 __all__ = ["CHECK_MODULES", "Check", "all_checks", "code_selected", "register_check"]

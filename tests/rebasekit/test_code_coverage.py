@@ -29,6 +29,11 @@ SUITES = [  # (upstream old, upstream new, plugin package)
         HERE / "fixtures_deep" / "upstream_new",
         HERE / "fixtures_deep" / "plugin" / "deepplug",
     ),
+    (
+        HERE / "fixtures_drift" / "upstream_old",
+        HERE / "fixtures_drift" / "upstream_new",
+        HERE / "fixtures_drift" / "plugin" / "driftplug",
+    ),
 ]
 _OK = re.compile(r"\bok:\s*(RK\d{3}(?:\s*,\s*RK\d{3})*)")
 

@@ -1,0 +1,163 @@
+"""``vllm.envs`` attributes: which ones the plugin reads, which ones a tree defines.
+
+``vllm.envs`` serves its variables from a module ``__getattr__`` over the
+``environment_variables`` dict (with ``TYPE_CHECKING`` annotations for the type
+checker), so the index cannot tell a removed variable from a dynamic one. This module
+reads both shapes the way the file is written across releases: keys of the
+``environment_variables`` literal (and ``environment_variables["X"] = ...`` /
+``.update({...})`` additions) plus every module-level name (assignments, also under
+``if TYPE_CHECKING:``, functions, imports).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from rebasekit.analysis.pluginclasses import import_map
+from rebasekit.astutil import dotted, parse_text
+from rebasekit.corpus.models import PluginCorpus
+from rebasekit.index import CodeIndex
+
+ENVS = "envs"
+_REGISTRY = "environment_variables"
+
+
+@dataclass(frozen=True)
+class EnvRead:
+    """One read of ``vllm.envs.NAME`` in plugin code."""
+
+    relpath: str
+    line: int
+    name: str
+    text: str  # as written (``envs.VLLM_X``)
+    in_function: str | None
+
+
+def _dict_keys(node: ast.expr | None) -> set[str]:
+    if not isinstance(node, ast.Dict):
+        return set()
+    return {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def _names_in(body: list[ast.stmt], out: set[str]) -> None:
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    out.add(t.id)
+                    if t.id == _REGISTRY:
+                        out |= _dict_keys(stmt.value)
+                elif (
+                    isinstance(t, ast.Subscript)
+                    and dotted(t.value) == _REGISTRY
+                    and isinstance(t.slice, ast.Constant)
+                    and isinstance(t.slice.value, str)
+                ):
+                    out.add(t.slice.value)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+            if stmt.target.id == _REGISTRY:
+                out |= _dict_keys(stmt.value)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and dotted(stmt.value.func) == f"{_REGISTRY}.update"
+            and stmt.value.args
+        ):
+            out |= _dict_keys(stmt.value.args[0])
+        elif isinstance(stmt, ast.If):
+            _names_in(stmt.body, out)
+            _names_in(stmt.orelse, out)
+        elif isinstance(stmt, ast.Try):
+            _names_in(stmt.body, out)
+            for handler in stmt.handlers:
+                _names_in(handler.body, out)
+
+
+def defined_names(index: CodeIndex, package: str = "vllm") -> set[str] | None:
+    """Every name ``<package>.envs`` provides at ``index``; None when it has no such module."""
+    facts = index.module(f"{package}.{ENVS}")
+    if facts is None:
+        return None
+    module = parse_text(index.text(facts.relpath))
+    if module is None:
+        return None
+    out: set[str] = set()
+    _names_in(module.body, out)
+    return out
+
+
+def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead], set[str]]:
+    """Reads of ``<package>.envs.X`` in the plugin, and the names the plugin itself sets
+    or probes (``envs.X = ...``, ``hasattr(envs, "X")``, ``getattr(envs, "X", default)``)."""
+    envs_mod = f"{package}.{ENVS}"
+    reads: list[EnvRead] = []
+    own: set[str] = set()
+    for imp in corpus.imports:
+        if imp.module == envs_mod and imp.name and imp.name != "*":
+            reads.append(
+                EnvRead(
+                    imp.relpath,
+                    imp.lineno,
+                    imp.name,
+                    f"from {envs_mod} import {imp.name}",
+                    imp.in_function,
+                )
+            )
+    for relpath in sorted(corpus.modules):
+        module = corpus.module(relpath)
+        if module is None or ENVS not in corpus.source_text(relpath):
+            continue  # a file that never spells "envs" reads none of them
+        names = import_map(corpus, relpath)
+        for func, node, guarded in _walk_with_function(module):
+            if isinstance(node, ast.Call) and dotted(node.func) in ("hasattr", "getattr"):
+                if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                    owner = _expand(names, dotted(node.args[0]))
+                    if owner == envs_mod and isinstance(node.args[1].value, str):
+                        own.add(node.args[1].value)
+                continue
+            if not isinstance(node, ast.Attribute):
+                continue
+            full = _expand(names, dotted(node))
+            if full is None or not full.startswith(envs_mod + "."):
+                continue
+            name = full[len(envs_mod) + 1 :]
+            if "." in name:
+                continue  # the inner part of a longer chain; the outer node is read too
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                own.add(name)
+                continue
+            if guarded:
+                continue  # read under ``try:``: a missing variable is handled there
+            reads.append(EnvRead(relpath, node.lineno, name, ast.unparse(node), func))
+    return reads, own
+
+
+def _expand(names: dict[str, str], text: str | None) -> str | None:
+    if not text:
+        return None
+    head, _, rest = text.partition(".")
+    target = names.get(head)
+    if target is None:
+        return None
+    return f"{target}.{rest}" if rest else target
+
+
+def _walk_with_function(module: ast.Module):
+    """(enclosing function qualname or None, node, inside a ``try:`` body) for every node."""
+    stack: list[tuple[ast.AST, str | None, bool]] = [(module, None, False)]
+    while stack:
+        node, func, guarded = stack.pop()
+        tried = {id(s) for s in node.body} if isinstance(node, ast.Try) and node.handlers else set()
+        for child in ast.iter_child_nodes(node):
+            inner = func
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = child.name if func is None else f"{func}.{child.name}"
+            inside = guarded or id(child) in tried
+            yield func, child, inside
+            stack.append((child, inner, inside))

@@ -1,0 +1,7 @@
+from dataclasses import dataclass
+
+
+@dataclass
+class RunnerOutput:
+    req_ids: list
+    finished_sending: set | None = None
