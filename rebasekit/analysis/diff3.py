@@ -142,13 +142,13 @@ def hunks(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]) -> li
     raw: list[Hunk] = []
     z = a = b = 0
     for zs, as_, bs, n in [*_anchors(base, ours, theirs), (len(base), len(ours), len(theirs), 0)]:
-        gap = Hunk("conflict", range(z, zs), range(a, as_), range(b, bs))
-        if gap.base or gap.ours or gap.theirs:
-            kind = _judge(base, ours, theirs, gap.base, gap.ours, gap.theirs)
+        stretch = (range(z, zs), range(a, as_), range(b, bs))
+        if any(stretch):
+            kind = _judge(base, ours, theirs, *stretch)
             if kind == "conflict":
-                raw.extend(_narrow(ours, theirs, gap))
+                raw.extend(_narrow(ours, theirs, Hunk(kind, *stretch)))
             else:
-                raw.append(Hunk(kind, gap.base, gap.ours, gap.theirs))
+                raw.append(Hunk(kind, *stretch))
         if n:
             raw.append(Hunk("unchanged", range(zs, zs + n), range(as_, as_ + n), range(bs, bs + n)))
         z, a, b = zs + n, as_ + n, bs + n

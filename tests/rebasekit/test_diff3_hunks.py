@@ -1,7 +1,7 @@
 """Hunk boundaries of the in-process three-way merge.
 
 Every expected merged text below is what ``git merge-file -p -L plugin -L OLD -L NEW``
-writes for the same three inputs (checked with git 2.x); the hunk-level tests pin the
+writes for the same three inputs (checked with git 2.39); the hunk-level tests pin the
 ranges the text is cut from.
 """
 
