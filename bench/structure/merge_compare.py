@@ -132,19 +132,19 @@ def main() -> None:
             git_text, git_conflicts = git_merge(base, ours, theirs)
             s = stats.setdefault(kind, Counter())
             s["merges"] += 1
-            s["conflicts merge3"] += ours_result.conflicts
+            s["conflicts rebasekit"] += ours_result.conflicts
             s["conflicts git"] += git_conflicts
             if (ours_result.text, ours_result.conflicts) == (git_text, git_conflicts):
                 s["identical"] += 1
             elif not ours_result.conflicts and not git_conflicts:
                 s["both clean, texts differ"] += 1
             elif not ours_result.conflicts:
-                s["merge3 clean, git conflicts"] += 1
-                s["... merge3 keeps both sides"] += _keeps_both_sides(
+                s["rebasekit clean, git conflicts"] += 1
+                s["... rebasekit keeps both sides"] += _keeps_both_sides(
                     ours_result.text, base, ours, theirs
                 )
             elif not git_conflicts:
-                s["git clean, merge3 conflicts"] += 1
+                s["git clean, rebasekit conflicts"] += 1
                 s["... git keeps both sides"] += _keeps_both_sides(git_text, base, ours, theirs)
             else:
                 s["both conflict, regions differ"] += 1

@@ -1,20 +1,19 @@
 """Line-based three-way merge (base = upstream at OLD, ours = plugin, theirs = upstream at NEW).
 
-The merge runs in process with ``merge3`` (Breezy's merge algorithm), so the analysis
-layer opens no files and starts no process. Its output is what ``git merge-file`` writes
-in its default style: clean hunks merged, each conflict as ``<<<<<<< ours-label``, the
-plugin's lines, ``=======``, upstream's new lines, ``>>>>>>> theirs-label``. Lines are
-split on ``\\n`` only (a form feed or a lone ``\\r`` stays inside its line) and every
-line ending is kept as it came, so CRLF text merges to CRLF text.
+The merge runs in process (:mod:`rebasekit.analysis.diff3` finds the hunks), so the
+analysis layer opens no files and starts no process. Its output is what
+``git merge-file`` writes in its default style: clean hunks merged, each conflict as
+``<<<<<<< ours-label``, the plugin's lines, ``=======``, upstream's new lines,
+``>>>>>>> theirs-label``. Lines are split on ``\\n`` only (a form feed or a lone ``\\r``
+stays inside its line) and every line ending is kept as it came, so CRLF text merges to
+CRLF text.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from merge3 import Merge3
+from rebasekit.analysis.diff3 import hunks
 
 
 @dataclass(frozen=True)
@@ -27,23 +26,6 @@ class MergeResult:
     @property
     def clean(self) -> bool:
         return self.conflicts == 0
-
-
-class _Matcher(difflib.SequenceMatcher):
-    """difflib's matcher without its "popular line" heuristic.
-
-    With autojunk on, a line that fills more than 1% of a file of 200+ lines (a blank
-    line, a lone ``)``) can never anchor a match, which misaligns whole forked files.
-    """
-
-    def __init__(
-        self,
-        isjunk: Callable[[str], bool] | None = None,
-        a: Sequence[str] = "",
-        b: Sequence[str] = "",
-        autojunk: bool = False,
-    ) -> None:
-        super().__init__(isjunk, a, b, autojunk=False)
 
 
 def split_lines(text: str) -> list[str]:
@@ -66,25 +48,22 @@ def three_way(
     for name, text in (("base", base), ("ours", ours), ("theirs", theirs)):
         if text and not text.endswith("\n"):
             raise ValueError(f"{name} text must end with a newline")
-    a, b = split_lines(ours), split_lines(theirs)
-    merge = Merge3(split_lines(base), a, b, sequence_matcher=_Matcher)
+    z, a, b = split_lines(base), split_lines(ours), split_lines(theirs)
     eol = "\r\n" if any(line.endswith("\r\n") for line in (a or b)[:1]) else "\n"
     out: list[str] = []
     conflicts = 0
-    for region in merge.reprocess_merge_regions(merge.merge_regions()):
-        kind = region[0]
-        if kind == "unchanged":
-            out.extend(merge.base[region[1] : region[2]])
-        elif kind in ("a", "same"):
-            out.extend(a[region[1] : region[2]])
-        elif kind == "b":
-            out.extend(b[region[1] : region[2]])
+    for hunk in hunks(z, a, b):
+        if hunk.kind == "unchanged":
+            out.extend(z[hunk.base.start : hunk.base.stop])
+        elif hunk.kind in ("ours", "same"):
+            out.extend(a[hunk.ours.start : hunk.ours.stop])
+        elif hunk.kind == "theirs":
+            out.extend(b[hunk.theirs.start : hunk.theirs.stop])
         else:
-            _, _, _, ia, amatch, ib, bmatch = region
             conflicts += 1
             out.append(f"<<<<<<< {labels[0]}{eol}")
-            out.extend(a[ia:amatch])
+            out.extend(a[hunk.ours.start : hunk.ours.stop])
             out.append(f"======={eol}")
-            out.extend(b[ib:bmatch])
+            out.extend(b[hunk.theirs.start : hunk.theirs.stop])
             out.append(f">>>>>>> {labels[2]}{eol}")
     return MergeResult("".join(out), conflicts)

@@ -47,7 +47,7 @@ def _copy(tmp_path: Path) -> Path:
 def test_the_layering_contracts_are_kept(tmp_path):
     res = _lint_imports(_copy(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "Contracts: 2 kept, 0 broken." in res.stdout
+    assert "Contracts: 3 kept, 0 broken." in res.stdout
 
 
 def test_an_upward_import_breaks_the_layers(tmp_path):
@@ -66,3 +66,12 @@ def test_a_download_from_a_check_breaks_the_purity_contract(tmp_path):
     res = _lint_imports(copy)
     assert res.returncode == 1
     assert "rebasekit.checks is not allowed to import rebasekit.upstream" in res.stdout
+
+
+def test_a_gpl_merge_import_breaks_the_license_contract(tmp_path):
+    copy = _copy(tmp_path)
+    merge = copy / "rebasekit" / "analysis" / "merge.py"
+    merge.write_text(merge.read_text() + "\nimport merge3  # noqa\n")
+    res = _lint_imports(copy)
+    assert res.returncode == 1
+    assert "rebasekit.analysis.merge -> merge3" in res.stdout
