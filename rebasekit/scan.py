@@ -20,6 +20,7 @@ from rebasekit.corpus import (
     configured_patch_bases,
     default_plugin_dir,
     extract_corpus,
+    filecache,
 )
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.degradation import Degradation
@@ -170,7 +171,7 @@ def load_corpus(
     """The corpus of ``plugin`` (default: the project's configured plugin)."""
     plugin_dir = check_plugin_dir(plugin) if plugin is not None else default_plugin_dir()
     bases = tuple(patch_bases or ()) or configured_patch_bases(plugin_dir)
-    return extract_corpus(plugin_dir, bases, upstream_package)
+    return extract_corpus(plugin_dir, bases, upstream_package, filecache.default_store())
 
 
 def scan_plugin(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rebasekit.astutil import dotted
-from rebasekit.corpus import version_gates
+from rebasekit.corpus import filecache, version_gates
 from rebasekit.corpus.models import (
     OrigAlias,
     PatchAttr,
@@ -24,6 +24,7 @@ from rebasekit.corpus.models import (
     SelfRead,
     UpstreamCall,
 )
+from rebasekit.index.cache import DataStore
 from rebasekit.index.models import ParamKind
 from rebasekit.index.visitor import (
     absolute_module,
@@ -61,9 +62,16 @@ CLASS_MACHINERY = frozenset(
 
 
 def extract_corpus(
-    plugin_dir: Path, patch_bases: Iterable[str], upstream_package: str = "vllm"
+    plugin_dir: Path,
+    patch_bases: Iterable[str],
+    upstream_package: str = "vllm",
+    store: DataStore | None = None,
 ) -> PluginCorpus:
-    """Parse every ``.py`` file under ``plugin_dir`` (a package folder)."""
+    """Parse every ``.py`` file under ``plugin_dir`` (a package folder).
+
+    ``store`` keeps each file's records by content (:mod:`rebasekit.corpus.filecache`);
+    None reads every file afresh.
+    """
     plugin_dir = plugin_dir.resolve()
     corpus = PluginCorpus(
         root=plugin_dir.parent,
@@ -83,7 +91,12 @@ def extract_corpus(
         except SkippedFile as skipped:
             corpus.degradations.append(skipped.degradation(relpath))
             continue
-        extract_file(corpus, relpath, source)
+        if store is None:
+            extract_file(corpus, relpath, source)
+        elif not filecache.load(store, corpus, relpath, source):
+            before = filecache.sizes(corpus)
+            extract_file(corpus, relpath, source)
+            filecache.save(store, corpus, relpath, source, before)
     return corpus
 
 
@@ -105,6 +118,7 @@ def extract_file(corpus: PluginCorpus, relpath: str, source: bytes) -> None:
     corpus.files.append(PluginFile(relpath, modname))
     corpus.comments[relpath] = _comments(source)
     corpus.modules[relpath] = tree
+    corpus._by_type.pop(relpath, None)  # its node table is rebuilt from this tree
     _FileVisitor(corpus, relpath, modname).run(tree)
 
 

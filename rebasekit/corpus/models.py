@@ -13,13 +13,17 @@ from __future__ import annotations
 import ast
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from rebasekit.datacodec import record
 from rebasekit.degradation import Degradation
 from rebasekit.index.models import Signature
 from rebasekit.sourcefile import read_source_text
 
+N = TypeVar("N", bound=ast.AST)
 
+
+@record
 @dataclass(frozen=True)
 class PluginImport:
     """An import of an upstream name: ``from module import name as alias`` / ``import module``."""
@@ -38,6 +42,7 @@ class PluginImport:
         return f"{self.module}.{self.name}" if self.name else self.module
 
 
+@record
 @dataclass(frozen=True)
 class UpstreamCall:
     """A call from plugin code into an upstream callable, with its argument shape."""
@@ -55,6 +60,7 @@ class UpstreamCall:
     through_self: bool = False  # ``self._orig_x(...)``: the alias is reached as a bound method
 
 
+@record
 @dataclass(frozen=True)
 class OrigAlias:
     """``_orig_<name> = Target.<attr>`` inside a patch class."""
@@ -68,6 +74,7 @@ class OrigAlias:
     )
 
 
+@record
 @dataclass(frozen=True)
 class SelfRead:
     """``self.<attr>`` read inside an override (the override relies on that attribute).
@@ -82,6 +89,7 @@ class SelfRead:
     accessors: tuple[str, ...] = ()
 
 
+@record
 @dataclass
 class PatchAttr:
     """One attribute a patch class sets on its target."""
@@ -96,6 +104,7 @@ class PatchAttr:
     is_passthrough: bool = False  # written (self, *args, **kwargs)
 
 
+@record
 @dataclass
 class PatchClass:
     """``class Name(<PatchBase>[Target])`` and what it sets."""
@@ -116,6 +125,7 @@ class PatchClass:
         return next((a for a in self.attributes if a.name == name), None)
 
 
+@record
 @dataclass(frozen=True)
 class PluginFile:
     relpath: str
@@ -141,6 +151,10 @@ class PluginCorpus:
     # The one parsed view: each file's text and syntax tree, kept from extraction.
     sources: dict[str, str] = field(default_factory=dict, repr=False)
     modules: dict[str, ast.Module] = field(default_factory=dict, repr=False, compare=False)
+    # Per file, its syntax nodes by node type in ``ast.walk`` order, built on first use.
+    _by_type: dict[str, dict[type, list[ast.AST]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def file_path(self, relpath: str) -> Path:
         return self.root / relpath
@@ -154,22 +168,42 @@ class PluginCorpus:
         return text if text is not None else read_source_text(self.file_path(relpath))
 
     def module(self, relpath: str) -> ast.Module | None:
-        """The syntax tree of a plugin file (None: not in the corpus, or it does not parse)."""
-        return self.modules.get(relpath)
+        """The syntax tree of a plugin file (None: not in the corpus, or it does not parse).
+
+        Records read from the extraction cache come without a tree: the file's text is
+        parsed here on first use, only for a file that parsed at extraction.
+        """
+        tree = self.modules.get(relpath)
+        if tree is None and relpath in self.sources and self._parsed_ok(relpath):
+            tree = self.modules[relpath] = ast.parse(self.sources[relpath], filename=relpath)
+        return tree
+
+    def _parsed_ok(self, relpath: str) -> bool:
+        return any(f.relpath == relpath and f.syntax_error is None for f in self.files)
 
     def class_node(self, patch: PatchClass) -> ast.ClassDef | None:
         """The ``class`` statement of ``patch`` in its file's syntax tree."""
-        module = self.module(patch.relpath)
-        if module is None:
-            return None
-        named = [
-            n for n in ast.walk(module) if isinstance(n, ast.ClassDef) and n.name == patch.name
-        ]
+        named = [n for n in self.nodes(patch.relpath, ast.ClassDef) if n.name == patch.name]
         return next((n for n in named if n.lineno == patch.lineno), named[0] if named else None)
 
+    def nodes(self, relpath: str, kind: type[N]) -> list[N]:
+        """Every node of exactly type ``kind`` in a file's tree, in ``ast.walk`` order.
+
+        One walk per file serves every check: several used to walk each whole module
+        again for each patch or call they looked at.
+        """
+        table = self._by_type.get(relpath)
+        if table is None:
+            table = {}
+            module = self.module(relpath)
+            for node in ast.walk(module) if module is not None else ():
+                table.setdefault(type(node), []).append(node)
+            self._by_type[relpath] = table
+        return table.get(kind, [])  # type: ignore[return-value]
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(replace(self, sources={}, modules={}))
+        data = asdict(replace(self, sources={}, modules={}, _by_type={}))
         data["root"] = str(self.root)
-        for key in ("comments", "sources", "modules"):
+        for key in ("comments", "sources", "modules", "_by_type"):
             data.pop(key, None)
         return data
