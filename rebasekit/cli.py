@@ -20,6 +20,7 @@ from rebasekit.commands import (
     scan,
 )
 from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP, set_debug
+from rebasekit.gctune import for_syntax_trees
 
 app = typer.Typer(
     name="rebasekit",
@@ -45,6 +46,7 @@ def _options(
 ) -> None:
     """Options common to every command."""
     set_debug(debug)
+    for_syntax_trees()
 
 
 def _register_all() -> None:

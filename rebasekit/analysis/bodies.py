@@ -14,7 +14,7 @@ import hashlib
 import textwrap
 from dataclasses import dataclass
 
-from rebasekit import pyparse
+from rebasekit.astutil import parse_shared
 
 DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -44,9 +44,10 @@ def definitions(
 ) -> dict[str, Definition]:
     """Every top-level definition (and, with ``nested``, methods of classes) by qualname.
 
-    ``tree`` is ``source`` already parsed (the plugin corpus keeps one), else it is parsed.
+    ``tree`` is ``source`` already parsed (the plugin corpus keeps one), else the parse
+    shared by content is used (upstream files are read by several checks).
     """
-    tree = tree if tree is not None else pyparse.parse(source)
+    tree = tree if tree is not None else parse_shared(source)
     lines = source.splitlines(keepends=True)
     out: dict[str, Definition] = {}
 

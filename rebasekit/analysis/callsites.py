@@ -56,8 +56,8 @@ def super_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
             continue
         names = _import_map(corpus, patch.relpath)
         mro = index.mro(target)
-        for node in ast.walk(module):
-            if not (isinstance(node, ast.ClassDef) and node.name == patch.name):
+        for node in corpus.nodes(patch.relpath, ast.ClassDef):
+            if node.name != patch.name:
                 continue
             for func in node.body:
                 if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -212,8 +212,8 @@ def unpackings(corpus: PluginCorpus) -> list[Unpacking]:
         module = plugin_module(corpus, relpath)
         if module is None:
             continue
-        for node in ast.walk(module):
-            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        for node in corpus.nodes(relpath, ast.Assign):
+            if not isinstance(node.value, ast.Call):
                 continue
             arity = unpack_targets(node)
             if arity is None:

@@ -16,6 +16,7 @@ it is treated as a fork at the old pin and the header to add is suggested.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -103,14 +104,23 @@ def _module_level(text: str, defs: dict[str, Definition]) -> list[str]:
     ]
 
 
-def fork_drift(decl: ForkDecl, plugin_text: str, base_text: str, new_text: str | None) -> ForkDrift:
-    """Group the upstream file's changes from ``base_text`` to ``new_text`` by definition."""
+def fork_drift(
+    decl: ForkDecl,
+    plugin_text: str,
+    base_text: str,
+    new_text: str | None,
+    plugin_tree: ast.Module | None = None,
+) -> ForkDrift:
+    """Group the upstream file's changes from ``base_text`` to ``new_text`` by definition.
+
+    ``plugin_tree`` is ``plugin_text`` as the corpus parsed it (else it is parsed here).
+    """
     drift = ForkDrift(decl)
     if new_text is None:
         drift.missing_upstream = True
         return drift
     try:
-        ours = definitions(plugin_text)
+        ours = definitions(plugin_text, tree=plugin_tree)
         old = definitions(base_text)
         new = definitions(new_text)
     except SyntaxError:
@@ -127,9 +137,7 @@ def fork_drift(decl: ForkDecl, plugin_text: str, base_text: str, new_text: str |
             own_n = [
                 m for m in n.node.body if not hasattr(m, "name") or f"{qual}.{m.name}" not in new
             ]
-            import ast as _ast
-
-            if [_ast.dump(x) for x in own_o] == [_ast.dump(x) for x in own_n]:
+            if [ast.dump(x) for x in own_o] == [ast.dump(x) for x in own_n]:
                 continue
         status = "changed" if o and n else ("added" if n else "removed")
         drift.changes.append(DefChange(qual, status, qual in ours, o, n))
@@ -148,7 +156,10 @@ class ForkCandidate:
 
 
 def detect_fork(
-    plugin_relpath: str, plugin_text: str, candidates: dict[str, str]
+    plugin_relpath: str,
+    plugin_text: str,
+    candidates: dict[str, str],
+    plugin_tree: ast.Module | None = None,
 ) -> ForkCandidate | None:
     """The upstream file (among ``candidates``: relpath -> text) this module copies, if any.
 
@@ -156,7 +167,7 @@ def detect_fork(
     half have bodies at least :data:`MIN_SIMILAR` alike; the best such file wins.
     """
     try:
-        ours = {q: d for q, d in definitions(plugin_text, nested=False).items()}
+        ours = dict(definitions(plugin_text, nested=False, tree=plugin_tree))
     except SyntaxError:
         return None
     best: ForkCandidate | None = None

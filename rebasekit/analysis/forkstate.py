@@ -60,7 +60,7 @@ def undeclared_forks(
         if text is None:
             continue
         try:
-            names = definitions(text, nested=False)
+            names = definitions(text, nested=False, tree=corpus.module(f.relpath))
         except SyntaxError:
             continue
         counts: dict[str, int] = {}
@@ -70,7 +70,7 @@ def undeclared_forks(
             for sym in base.find_definitions(name, kinds=("class", "function")):
                 counts[sym.relpath] = counts.get(sym.relpath, 0) + 1
         cands = {p: base.text(p) for p, n in counts.items() if n >= 2}
-        found = detect_fork(f.relpath, text, cands) if cands else None
+        found = detect_fork(f.relpath, text, cands, corpus.module(f.relpath)) if cands else None
         if found is not None:
             out.append(found)
     return out
@@ -96,7 +96,13 @@ def fork_states(
             if base_text is None:
                 error = f"{decl.upstream_path} does not exist at {decl.version}"
         drift = (
-            fork_drift(decl, ours, base_text, _read(new.tree, decl.upstream_path))
+            fork_drift(
+                decl,
+                ours,
+                base_text,
+                _read(new.tree, decl.upstream_path),
+                corpus.module(decl.plugin_relpath),
+            )
             if base_text is not None
             else None
         )
@@ -108,6 +114,12 @@ def fork_states(
         )
         ours = plugin_text(corpus, cand.plugin_relpath) or ""
         base_text = ref.text(cand.upstream_path)
-        drift = fork_drift(decl, ours, base_text, _read(new.tree, cand.upstream_path))
+        drift = fork_drift(
+            decl,
+            ours,
+            base_text,
+            _read(new.tree, cand.upstream_path),
+            corpus.module(cand.plugin_relpath),
+        )
         states.append(ForkState(decl, ours, base_text, None, drift, cand))
     return states

@@ -121,14 +121,16 @@ def _mentions(nodes: list[ast.stmt] | ast.expr, module: str, name: str) -> bool:
     return False
 
 
-def parsed_files_containing(tree: object, needle: str) -> Iterator[tuple[str, ast.Module]]:
+def parsed_files_containing(index: object, needle: str) -> Iterator[tuple[str, ast.Module]]:
     """(relpath, syntax tree) of every parsable tree file whose text contains ``needle``.
 
     The substring test is a cheap filter: only the few files that pass it are parsed.
+    Texts come through the index, which reads each file once however many twins are
+    searched for.
     """
-    for relpath in tree.iter_py_files():  # type: ignore[attr-defined]
+    for relpath in index.tree.iter_py_files():  # type: ignore[attr-defined]
         try:
-            text = tree.read_text(relpath)  # type: ignore[attr-defined]
+            text = index.text(relpath)  # type: ignore[attr-defined]
         except OSError:
             continue
         if needle in text:
@@ -142,7 +144,7 @@ def find_selectors(
 ) -> list[Selector]:
     """``if``/conditional expressions choosing the twin, with their conditions resolved."""
     selectors: list[Selector] = []
-    for relpath, module in parsed_files_containing(index.tree, twin_module):  # type: ignore[attr-defined]
+    for relpath, module in parsed_files_containing(index, twin_module):  # type: ignore[attr-defined]
         if len(selectors) >= _MAX_SITES:
             break
         aliases = _local_aliases(module, twin_module, name)
@@ -230,7 +232,7 @@ def resolve_condition(index: object, test: ast.expr, sel: Selector) -> None:
 
 def _members_named(index: object, attr: str):
     """(relpath, function node, qualname, module ast, class node) for methods named ``attr``."""
-    for relpath, module in parsed_files_containing(index.tree, f"def {attr}("):  # type: ignore[attr-defined]
+    for relpath, module in parsed_files_containing(index, f"def {attr}("):  # type: ignore[attr-defined]
         for cls in module.body:
             if not isinstance(cls, ast.ClassDef):
                 continue

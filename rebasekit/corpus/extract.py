@@ -137,6 +137,7 @@ def parse_file(corpus: PluginCorpus, relpath: str, source: bytes) -> ast.Module 
     corpus.files.append(PluginFile(relpath, modname))
     corpus.comments[relpath] = _comments(source)
     corpus.modules[relpath] = tree
+    corpus._by_type.pop(relpath, None)  # its node table is rebuilt from this tree
     return tree
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import ast
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from rebasekit.datacodec import record
 from rebasekit.degradation import Degradation
 from rebasekit.index.models import Signature
 from rebasekit.sourcefile import read_source_text
@@ -28,6 +29,10 @@ RULE_REGISTRY = "registry"  # a plugin subclass of an upstream class handed to a
 RULES = (RULE_CONFIGURED, RULE_GENERIC, RULE_ORIG, RULE_ASSIGNMENT, RULE_REGISTRY)
 
 
+N = TypeVar("N", bound=ast.AST)
+
+
+@record
 @dataclass(frozen=True)
 class PluginImport:
     """An import of an upstream name: ``from module import name as alias`` / ``import module``."""
@@ -46,6 +51,7 @@ class PluginImport:
         return f"{self.module}.{self.name}" if self.name else self.module
 
 
+@record
 @dataclass(frozen=True)
 class UpstreamCall:
     """A call from plugin code into an upstream callable, with its argument shape."""
@@ -64,6 +70,7 @@ class UpstreamCall:
     version_gate: str | None = None  # PEP 440 specifier of the releases whose branch it is in
 
 
+@record
 @dataclass(frozen=True)
 class OrigAlias:
     """``_orig_<name> = Target.<attr>`` inside a patch class."""
@@ -77,6 +84,7 @@ class OrigAlias:
     )
 
 
+@record
 @dataclass(frozen=True)
 class SelfRead:
     """``self.<attr>`` read inside an override (the override relies on that attribute).
@@ -91,6 +99,7 @@ class SelfRead:
     accessors: tuple[str, ...] = ()
 
 
+@record
 @dataclass
 class PatchAttr:
     """One attribute a patch class sets on its target."""
@@ -110,6 +119,7 @@ class PatchAttr:
     installed_at: str | None = None
 
 
+@record
 @dataclass
 class PatchClass:
     """What a plugin sets on one upstream target, and the discovery rule that found it.
@@ -141,6 +151,7 @@ class PatchClass:
         return next((a for a in self.attributes if a.name == name), None)
 
 
+@record
 @dataclass(frozen=True)
 class PluginFile:
     relpath: str
@@ -171,6 +182,10 @@ class PluginCorpus:
     modules: dict[str, ast.Module] = field(default_factory=dict, repr=False, compare=False)
     # Sub-package folder (relpath prefix, "pkg/sub/") -> the upstream release its own extra pins.
     subpackage_pins: dict[str, str] = field(default_factory=dict)
+    # Per file, its syntax nodes by node type in ``ast.walk`` order, built on first use.
+    _by_type: dict[str, dict[type, list[ast.AST]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def file_path(self, relpath: str) -> Path:
         return self.root / relpath
@@ -184,8 +199,18 @@ class PluginCorpus:
         return text if text is not None else read_source_text(self.file_path(relpath))
 
     def module(self, relpath: str) -> ast.Module | None:
-        """The syntax tree of a plugin file (None: not in the corpus, or it does not parse)."""
-        return self.modules.get(relpath)
+        """The syntax tree of a plugin file (None: not in the corpus, or it does not parse).
+
+        A corpus rebuilt from its dict form (:meth:`to_dict` drops trees) parses the text
+        here on first use, only for a file that parsed at extraction.
+        """
+        tree = self.modules.get(relpath)
+        if tree is None and relpath in self.sources and self._parsed_ok(relpath):
+            tree = self.modules[relpath] = ast.parse(self.sources[relpath], filename=relpath)
+        return tree
+
+    def _parsed_ok(self, relpath: str) -> bool:
+        return any(f.relpath == relpath and f.syntax_error is None for f in self.files)
 
     def patch_counts(self) -> dict[str, int]:
         """Patches per discovery rule, in the order of the rules."""
@@ -194,17 +219,29 @@ class PluginCorpus:
 
     def class_node(self, patch: PatchClass) -> ast.ClassDef | None:
         """The ``class`` statement of ``patch`` in its file's syntax tree."""
-        module = self.module(patch.relpath)
-        if module is None or not patch.is_class:
+        if not patch.is_class:
             return None
-        named = [
-            n for n in ast.walk(module) if isinstance(n, ast.ClassDef) and n.name == patch.name
-        ]
+        named = [n for n in self.nodes(patch.relpath, ast.ClassDef) if n.name == patch.name]
         return next((n for n in named if n.lineno == patch.lineno), named[0] if named else None)
 
+    def nodes(self, relpath: str, kind: type[N]) -> list[N]:
+        """Every node of exactly type ``kind`` in a file's tree, in ``ast.walk`` order.
+
+        One walk per file serves every check: several used to walk each whole module
+        again for each patch or call they looked at.
+        """
+        table = self._by_type.get(relpath)
+        if table is None:
+            table = {}
+            module = self.module(relpath)
+            for node in ast.walk(module) if module is not None else ():
+                table.setdefault(type(node), []).append(node)
+            self._by_type[relpath] = table
+        return table.get(kind, [])  # type: ignore[return-value]
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(replace(self, sources={}, modules={}))
+        data = asdict(replace(self, sources={}, modules={}, _by_type={}))
         data["root"] = str(self.root)
-        for key in ("comments", "sources", "modules"):
+        for key in ("comments", "sources", "modules", "_by_type"):
             data.pop(key, None)
         return data

@@ -12,7 +12,7 @@ import ast
 import re
 from dataclasses import replace
 
-from rebasekit import pyparse
+from rebasekit.astutil import parse_shared
 from rebasekit.index.models import DefFact, ImportFact, ModuleFacts, Param, ParamKind, Signature
 
 _LAZY_VALUE = re.compile(r"^(\.*[\w.]*):(\w+)$")
@@ -23,7 +23,7 @@ def parse_module(source: str | bytes, modname: str, relpath: str, is_package: bo
     """Parse ``source`` and collect its facts; a syntax error yields facts with no bindings."""
     facts = ModuleFacts(modname=modname, relpath=relpath, is_package=is_package)
     try:
-        tree = pyparse.parse(source, filename=relpath)
+        tree = parse_shared(source, filename=relpath)
     except (SyntaxError, ValueError) as exc:
         facts.syntax_error = f"{type(exc).__name__}: {exc}"
         return facts
