@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from rebasekit.analysis.pluginclasses import import_map
+from rebasekit.analysis.pluginclasses import expand, import_map
 from rebasekit.astutil import dotted, parse_text
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
@@ -117,13 +117,13 @@ def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead
         for func, node, guarded in _walk_with_function(module):
             if isinstance(node, ast.Call) and dotted(node.func) in ("hasattr", "getattr"):
                 if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
-                    owner = _expand(names, dotted(node.args[0]))
+                    owner = expand(names, dotted(node.args[0]))
                     if owner == envs_mod and isinstance(node.args[1].value, str):
                         own.add(node.args[1].value)
                 continue
             if not isinstance(node, ast.Attribute):
                 continue
-            full = _expand(names, dotted(node))
+            full = expand(names, dotted(node))
             if full is None or not full.startswith(envs_mod + "."):
                 continue
             name = full[len(envs_mod) + 1 :]
@@ -136,16 +136,6 @@ def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead
                 continue  # read under ``try:``: a missing variable is handled there
             reads.append(EnvRead(relpath, node.lineno, name, ast.unparse(node), func))
     return reads, own
-
-
-def _expand(names: dict[str, str], text: str | None) -> str | None:
-    if not text:
-        return None
-    head, _, rest = text.partition(".")
-    target = names.get(head)
-    if target is None:
-        return None
-    return f"{target}.{rest}" if rest else target
 
 
 def _walk_with_function(module: ast.Module):
