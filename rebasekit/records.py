@@ -339,6 +339,17 @@ class SignatureDefaults(_SignatureMismatch):
 @dataclass(frozen=True)
 class SignatureAnnotations(_SignatureMismatch):
     code: ClassVar[str] = "RK215"
+    old_default: str | None = None  # upstream's default at OLD, when the override keeps it
+    old_tree: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        text = super().wording(q)
+        if self.old_default is not None:
+            text += (
+                f"; the override re-declares upstream's old default {self.old_default} "
+                f"(at {self.old_tree}), so callers relying on the new default get the old one"
+            )
+        return text
 
 
 @dataclass(frozen=True)

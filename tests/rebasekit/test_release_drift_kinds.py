@@ -10,7 +10,8 @@ Every kind has a firing case and a near-identical case that must stay quiet:
 * RK311: a plugin function calling an upstream function that is gone;
 * RK312: a replacing override missing an attribute upstream's new version assigns;
 * RK303 per method: each method reading a removed attribute is reported;
-* RK203 on the override as well as RK220 on its ``_orig_`` alias.
+* RK203 on the override as well as RK220 on its ``_orig_`` alias;
+* RK215 says when the override re-declares upstream's default at OLD.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class Runner:
 
     def run(self):
         return self.size
+
+    def capture(self, mode="piecewise", size=8):
+        return mode, size
 
     @classmethod
     def from_dict(cls, d):
@@ -87,6 +91,9 @@ class Runner:
 
     def run(self):
         return self.size, self.aggregator
+
+    def capture(self, mode="full", size=16):
+        return mode, size
 
 
 def kept(x):
@@ -136,6 +143,9 @@ class RunnerPatch(Patch[Runner]):
 
     def start(self):
         self.size = 2
+
+    def capture(self, mode="piecewise", size=4):
+        return mode, size
 
     @classmethod
     def from_dict(cls, d):
@@ -248,3 +258,17 @@ def test_removed_override_target_is_reported_on_the_override_and_the_alias(findi
     )
     assert sorted(at(findings, "RK220")) == ["RunnerPatch._orig_from_dict"]
     assert sorted(at(findings, "RK203")) == ["RunnerPatch.from_dict"]  # step etc. still exist
+
+
+def test_changed_default_the_override_still_pins_is_named(findings) -> None:
+    by = {f.plugin.symbol + ":" + f.details["param"]: f for f in findings if f.code == "RK215"}
+    assert sorted(by) == ["RunnerPatch.capture:mode", "RunnerPatch.capture:size"]
+    kept = by["RunnerPatch.capture:mode"]
+    assert kept.message.endswith(
+        "; the override re-declares upstream's old default 'piecewise' (at 1.0.0), so callers "
+        "relying on the new default get the old one"
+    )
+    assert kept.details["old_default"] == "'piecewise'"
+    # size=4 is neither upstream's old (8) nor new (16) default: a plain RK215
+    assert by["RunnerPatch.capture:size"].details["old_default"] is None
+    assert "re-declares" not in by["RunnerPatch.capture:size"].message
