@@ -197,6 +197,34 @@ define(
     "plugin uses on it may break.",
 )
 
+define(
+    "RK310",
+    W,
+    "starred-return-length-changed",
+    "The plugin unpacks an upstream call's tuple with a star ('a, b, *rest = f()'); "
+    "upstream's tuple changed length between the pins, so the starred rest (and any "
+    "name whose element moved) holds other values. An error when the tuple became "
+    "shorter than the names before the star.",
+)
+
+define(
+    "RK311",
+    E,
+    "called-target-gone",
+    "A plugin function calls an upstream function or class that existed at the base but "
+    "is gone at NEW (deleted, or its module removed). The import is reported where it "
+    "is written; this finding marks each function whose call has to be rewritten.",
+)
+
+define(
+    "RK312",
+    W,
+    "replaced-method-new-attribute",
+    "A patch replaces an upstream method without calling it; upstream's new version of "
+    "that method assigns 'self.X' (the old one did not) and another upstream method of "
+    "the class reads it, so the replacement must assign it too.",
+)
+
 # -- RK4xx: bypassed, mirrored and forked code ----------------------------------------
 define(
     "RK401",

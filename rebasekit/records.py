@@ -339,6 +339,17 @@ class SignatureDefaults(_SignatureMismatch):
 @dataclass(frozen=True)
 class SignatureAnnotations(_SignatureMismatch):
     code: ClassVar[str] = "RK215"
+    old_default: str | None = None  # upstream's default at OLD, when the override keeps it
+    old_tree: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        text = super().wording(q)
+        if self.old_default is not None:
+            text += (
+                f"; the override re-declares upstream's old default {self.old_default} "
+                f"(at {self.old_tree}), so callers relying on the new default get the old one"
+            )
+        return text
 
 
 @dataclass(frozen=True)
@@ -432,12 +443,86 @@ class UnpackingMismatch(Record):
 
 
 @dataclass(frozen=True)
+class StarredReturnShifted(Record):
+    code: ClassVar[str] = "RK310"
+    callee_expr: str = ident()
+    prefix: int = ident()  # names bound before the starred one
+    callee: str = ""
+    base_version: str = ""
+    new_version: str = ""
+    old_arities: tuple[int, ...] = ()
+    new_arities: tuple[int, ...] = ()
+    too_short: bool = False
+
+    def wording(self, q: Quote) -> str:
+        was = " or ".join(str(n) for n in self.old_arities)
+        now = " or ".join(str(n) for n in self.new_arities)
+        text = (
+            f"unpacks {q(self.callee + '(...)')} as {self.prefix} names and a starred rest, but "
+            f"its tuple went from {was} elements at {self.base_version} to {now} at "
+            f"{self.new_version}"
+        )
+        if self.too_short:
+            text += f": fewer than the {self.prefix} names before the star"
+        return text
+
+
+@dataclass(frozen=True)
+class CalledTargetGone(Record):
+    code: ClassVar[str] = "RK311"
+    callee_expr: str = ident()  # the dotted name the plugin calls, through its imports
+    in_function: str = ident()
+    was: str = ""  # qualname at the base
+    kind: str = ""  # "function" | "class"
+    defined_at: str = ""  # ``path:line`` at the base
+    base_version: str = ""
+    new_version: str = ""
+    module_gone: bool = False
+    moved_to: str | None = None  # a definition of the same name and kind elsewhere at NEW
+
+    def wording(self, q: Quote) -> str:
+        how = (
+            f"its module {q(self.was.rsplit('.', 1)[0])} was removed"
+            if self.module_gone
+            else "it was deleted from its module"
+        )
+        return (
+            f"{q(self.in_function)} calls {q(self.callee_expr + '(...)')}, which is gone at "
+            f"{self.new_version}: {how} (at {self.base_version} the {self.kind} was defined at "
+            f"{self.defined_at})"
+            + (f"; a {self.kind} of that name is now {q(self.moved_to)}" if self.moved_to else "")
+        )
+
+
+@dataclass(frozen=True)
+class ReplacedMethodDuty(Record):
+    code: ClassVar[str] = "RK312"
+    target: str = ident()  # the patch target class
+    method: str = ident()  # the replaced method
+    attribute: str = ident()  # what upstream's new version assigns
+    patch: str = ""
+    upstream: str = ""  # qualname of the replaced method at NEW
+    reader: str = ""  # ``Class.method`` that reads the attribute at NEW
+    reader_at: str = ""  # ``path:line`` of that read
+    base_version: str = ""
+    new_version: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.patch + '.' + self.method)} replaces {q(self.upstream)} without calling it; "
+            f"at {self.new_version} upstream's version assigns {q('self.' + self.attribute)} "
+            f"(it did not at {self.base_version}), which {q(self.reader)} reads "
+            f"({self.reader_at}), and the replacement never assigns it"
+        )
+
+
+@dataclass(frozen=True)
 class AttributeGone(Record):
     code: ClassVar[str] = "RK303"
     target: str = ident()  # the patch target class
     attribute: str = ident()
     patch: str = ""
-    method: str = ""  # the override that reads it
+    method: str = ident(default="")  # the override that reads it (each reader is reported)
     cls: str = ""  # qualname of the class at NEW
     tree: str = ""
     old_version: str | None = None
@@ -467,7 +552,7 @@ class AttributeKindChanged(Record):
     target: str = ident()
     attribute: str = ident()
     patch: str = ""
-    method: str = ""
+    method: str = ident(default="")
     cls: str = ""  # the class's short name
     accessors: tuple[str, ...] = ()  # ``gpu`` for ``self.X.gpu``
     new_kind: str = ""
@@ -533,13 +618,17 @@ class BaseBodyChanged(Record):
     mirrors: bool = False
     similarity: float = 0.0
     diff: str = ""
+    touches: tuple[str, ...] = ()  # for wrappers: where the change meets what the wrapper uses
 
     def wording(self, q: Quote) -> str:
-        return (
+        text = (
             f"{q(self.patch + '.' + self.attribute)} {self.relation} {q(self.upstream)}, whose body "
             f"changed upstream between {self.base_version} and {self.new_version} "
             f"(-{self.removed}/+{self.added} lines)"
         )
+        if self.touches:
+            text += "; the original now " + "; ".join(self.touches)
+        return text
 
 
 @dataclass(frozen=True)

@@ -81,18 +81,22 @@ def _sets_computed_names(corpus: PluginCorpus, patch: PatchClass) -> bool:
     )
 
 
-def attribute_uses(corpus: PluginCorpus, patch: PatchClass) -> list[AttrUse]:
+def attribute_uses(
+    corpus: PluginCorpus, patch: PatchClass, *, per_method: bool = False
+) -> list[AttrUse]:
     """``self.X`` reads in the patch's methods that the patch does not provide itself.
 
     The reads are the corpus's (:attr:`PatchClass.self_reads`, recorded at extraction);
-    per attribute, the first read wins and the accessors of every read are kept.
+    one use per attribute (with ``per_method``: per attribute and method, since each
+    method that reads it must be fixed when it goes); the first read wins and the
+    accessors of every read it stands for are kept.
     """
     if patch.is_class and corpus.class_node(patch) is None:
         return []
     if _sets_computed_names(corpus, patch):
         return []  # setattr(self, name, ...) with a computed name: any attribute may be set
     own = patch_own_names(corpus, patch)
-    uses: dict[str, AttrUse] = {}
+    uses: dict[tuple[str, str], AttrUse] = {}
     for read in patch.self_reads:
         attr = read.attr
         if (
@@ -101,11 +105,12 @@ def attribute_uses(corpus: PluginCorpus, patch: PatchClass) -> list[AttrUse]:
             or (attr.startswith("__") and attr.endswith("__"))
         ):
             continue
-        use = uses.get(attr)
+        key = (attr, read.method if per_method else "")
+        use = uses.get(key)
         if use is None or read.lineno < use.line:
-            use = uses[attr] = AttrUse(attr, read.lineno, read.method, use.accessors if use else [])
+            use = uses[key] = AttrUse(attr, read.lineno, read.method, use.accessors if use else [])
         use.accessors += [a for a in read.accessors if a not in use.accessors]
-    return sorted(uses.values(), key=lambda u: u.line)
+    return sorted(uses.values(), key=lambda u: (u.line, u.method))
 
 
 @dataclass

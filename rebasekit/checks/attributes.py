@@ -24,7 +24,7 @@ def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
         if old_cls is not None and old_cls.kind != "class":
             old_cls = None
         external = any(k.external_bases for k in ctx.new.mro(cls))
-        for use in attribute_uses(ctx.corpus, patch):
+        for use in attribute_uses(ctx.corpus, patch, per_method=True):
             new_p = provision(ctx.new, cls, use.attr)
             old_p = (
                 provision(old, old_cls, use.attr)

@@ -14,6 +14,7 @@ from rebasekit.analysis.callsites import (
     upstream_call_sites,
 )
 from rebasekit.analysis.defnodes import call_params
+from rebasekit.analysis.selfunpack import self_unpackings
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding
@@ -148,7 +149,7 @@ def _suggest(result, sig: str) -> str:
 
 @register_check(codes=["RK302"])
 def check_return_shapes(ctx: ScanContext) -> Iterator[Finding]:
-    for unpack in unpackings(ctx.corpus):
+    for unpack in [*unpackings(ctx.corpus), *self_unpackings(ctx.corpus)]:
         found = callee_return_shape(ctx.new, unpack.call.callee)
         if found is None:
             continue

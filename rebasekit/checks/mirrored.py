@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rebasekit.analysis.overrides import override_drifts
+from rebasekit.analysis.overrides import OverrideDrift, override_drifts
+from rebasekit.analysis.wrapdeps import FuncNode, touched, wrapper_use
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Severity
@@ -22,6 +23,12 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
             if od.mirrors
             else ("wraps" if od.attr in _orig_targets(od.patch) else "replaces")
         )
+        touches: tuple[str, ...] = ()
+        if kind == "wraps":
+            found = _wrapper_touches(od)
+            if found is not None and not found:
+                continue  # a pass-through of the original: its body change is not the wrapper's
+            touches = found or ()
         removed, added = od.changed
         record = BaseBodyChanged(
             od.new_sym.qualname,
@@ -35,6 +42,7 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
             mirrors=od.mirrors,
             similarity=round(od.similarity, 2),
             diff=od.diff,
+            touches=touches,
         )
         yield ctx.report(
             record,
@@ -55,3 +63,18 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
 def _orig_targets(patch) -> set[str]:
     """Attributes whose original the patch keeps (and so probably calls)."""
     return {a.attr for a in patch.orig_aliases}
+
+
+def _wrapper_touches(od: OverrideDrift) -> tuple[str, ...] | None:
+    """Where the original's change meets the wrapper; None when the wrapper is not understood.
+
+    Not understood: the bodies are not functions, or no call to the original was found
+    (then the wrapper may reach it some other way, and every change is reported).
+    """
+    ours, old, new = od.ours.node, od.old_def.node, od.new_def.node
+    if not all(isinstance(n, FuncNode) for n in (ours, old, new)):
+        return None
+    use = wrapper_use(ours, {a.alias for a in od.patch.orig_aliases}, od.attr)
+    if not use.calls_original:
+        return None
+    return touched(use, old, new)

@@ -151,3 +151,8 @@ def compare(override: Signature, upstream: Signature) -> list[SigDiff]:
 
 def _show(default: str | None) -> str:
     return "required" if default is None else f"'{default}'"
+
+
+def norm_default(text: str | None) -> str | None:
+    """A default's text, normalised as the comparison above normalises it."""
+    return _norm(text)

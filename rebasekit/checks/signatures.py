@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rebasekit.checks.registry import register_check
-from rebasekit.checks.sigcompare import compare, drop_receiver
+from rebasekit.checks.sigcompare import compare, drop_receiver, norm_default
 from rebasekit.checks.targets import resolve_target, target_member
 from rebasekit.context import ScanContext
 from rebasekit.corpus.models import RULE_REGISTRY, PatchAttr, PatchClass
@@ -121,6 +121,7 @@ def _report_diffs(
             diff.message,
             up.signature.render(),
             attr.signature.render(),
+            **(_kept_old_default(ctx, up, ours, diff.param) if diff.code == "RK215" else {}),
         )
         yield ctx.report(
             record,
@@ -129,6 +130,25 @@ def _report_diffs(
             severity=severity,
             suggestion=_suggest(diff.code, theirs, up),
         )
+
+
+def _kept_old_default(ctx: ScanContext, up: Symbol, ours, name: str) -> dict[str, str]:
+    """``old_default``/``old_tree`` when the override's default is upstream's default at OLD.
+
+    That is the trace of a changed upstream default the override still re-declares.
+    """
+    if ctx.old is None:
+        return {}
+    was = ctx.old.resolve(up.qualname)
+    if was is None or was.signature is None:
+        return {}
+    mine = next((p for p in ours.params if p.name == name), None)
+    old = next((p for p in was.signature.params if p.name == name), None)
+    if mine is None or old is None or old.default is None:
+        return {}
+    if norm_default(mine.default) != norm_default(old.default):
+        return {}
+    return {"old_default": old.default, "old_tree": ctx.old.tree.version or ctx.old.tree.label}
 
 
 def _suggest(code: str, theirs, up: Symbol) -> str:

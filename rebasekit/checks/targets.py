@@ -102,10 +102,9 @@ def check_removed_overrides(ctx: ScanContext) -> Iterator[Finding]:
         new_res, old_res = resolve_target(ctx.new, patch), resolve_target(ctx.old, patch)
         if not (new_res and new_res.found and old_res and old_res.found):
             continue
-        aliased = {a.attr for a in patch.orig_aliases}
         for attr in patch.attributes:
-            if attr.name in aliased:
-                continue  # RK220 already reports it
+            # Also when an ``_orig_`` alias captured it (RK220 reports the alias): the
+            # override is what has to move, and the finding names it.
             was = target_member(ctx.old, old_res.symbol, attr.name)
             now = target_member(ctx.new, new_res.symbol, attr.name)
             if was.found and now.status is Status.MISSING:
@@ -114,7 +113,7 @@ def check_removed_overrides(ctx: ScanContext) -> Iterator[Finding]:
                         attr.name,
                         patch.name,
                         was.symbol.qualname,
-                        ctx.old.tree.label,
+                        ctx.old.tree.version or ctx.old.tree.label,
                         new_res.symbol.qualname,
                     ),
                     plugin=ctx.plugin_loc(patch.relpath, attr.lineno, f"{patch.name}.{attr.name}"),

@@ -47,8 +47,9 @@ def _gone(**changes) -> AttributeGone:
 
 def test_identity_ignores_trees_and_wording_but_not_identity_fields():
     at_new, at_old = _gone(), _gone(tree="1.0.0", old_version="0.9", old_value="x")
-    assert at_new.identity() == at_old.identity() == ("vllm.Runner", "positions")
+    assert at_new.identity() == at_old.identity() == ("vllm.Runner", "positions", "__init__")
     assert _gone(attribute="input_ids").identity() != at_new.identity()
+    assert _gone(method="prepare").identity() != at_new.identity()  # each reader is its own
     new, old = finding_of(at_new), finding_of(at_old)
     assert new.key() == old.key() and new.message != old.message
 

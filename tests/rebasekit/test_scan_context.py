@@ -81,7 +81,15 @@ def test_pairwise_checks_find_nothing_at_old_so_skipping_them_there_is_safe():
         (drift / "plugin" / "driftplug", drift / "upstream_new", drift / "upstream_old"),
     ]
     pairwise = [c for c in all_checks() if c.pairwise]
-    assert {code for c in pairwise for code in c.codes} == {"RK203", "RK218", "RK402", "RK405"}
+    assert {code for c in pairwise for code in c.codes} == {
+        "RK203",
+        "RK218",
+        "RK310",
+        "RK311",
+        "RK312",
+        "RK402",
+        "RK405",
+    }
     exercised = set()
     for plugin, new, old in pairs:
         ctx = scan_context(load_corpus(plugin), str(new), str(old))

@@ -1,0 +1,23 @@
+"""Upstream side of the release drift kinds (RK310, RK311, RK312), as at 1.1.0."""
+
+
+class Engine:
+    def split(self, x):
+        return x, x, x
+
+    def pair(self, x):
+        return x, x
+
+    def start(self):
+        self.size = 1
+        self.aggregator = object()
+
+    def stop(self):
+        self.size = -1
+
+    def run(self):
+        return self.size, self.aggregator
+
+
+def kept(x):
+    return x
