@@ -140,8 +140,15 @@ class Step:
 
 
 def make_step(requests: list[Request]) -> Step:
+    """The step's metadata over a real ``BlockTable`` that the planner finds on the host."""
     from vllm.v1.attention.backend import CommonAttentionMetadata
     from vllm.v1.worker.block_table import BlockTable
+
+    from arctic_inference.vllm.attention.host_tables import BlockTableHostPatch
+
+    if not getattr(make_step, "patched", False):
+        BlockTableHostPatch.apply()  # as the plugin does in the model runner
+        make_step.patched = True
 
     num_reqs = len(requests)
     table = BlockTable(
@@ -174,7 +181,7 @@ def make_step(requests: list[Request]) -> Step:
     )
     # The planner's own slice: the longest computed prefix, in whole blocks.
     columns = int(computed.max()) // BLOCK_SIZE
-    table_cpu = table.get_cpu_tensor()[:num_reqs, :columns].numpy()
+    table_cpu = table.get_cpu_tensor().numpy()[:num_reqs, :columns]
     return Step(common, table_cpu, computed, qsl.numpy().astype(np.int64), table)
 
 
@@ -295,6 +302,7 @@ def main() -> None:
         grouping = find_prefix_groups(step.table_cpu, step.computed, BLOCK_SIZE, config)
         shape = "x".join(map(str, step.table_cpu.shape))
         groups = "none" if grouping is None else f"{len(grouping.groups)} groups"
+        host_reads = planner_module.STATS["host_table"]
         for stage, impls in stages(step, config).items():
             results = {k: fn() for k, fn in impls.items()}
             if "before" in impls and not same_result(results["before"], results["after"]):
@@ -312,6 +320,8 @@ def main() -> None:
                 f"| {_us(per_call['after'])} | {ratio} |"
             )
             print(rows[-1], flush=True)
+        if planner_module.STATS["host_table"] == host_reads:
+            raise SystemExit(f"{name}: the planner did not find the host block table")
     header = [
         f"Host: {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}, numpy {np.__version__}, torch {torch.__version__}; "
