@@ -21,6 +21,7 @@ from arctic_inference.vllm.attention.grouping import _first_blocks_may_pay, find
 from arctic_inference.vllm.attention.plan import build_forest_plan
 
 SETTINGS = settings(max_examples=400, deadline=None)
+PLAN_SETTINGS = settings(max_examples=150, deadline=None)
 INT32_MIN = int(np.iinfo(np.int32).min)
 
 
@@ -126,7 +127,7 @@ def _differences(got, want) -> list[str]:
     return out
 
 
-@SETTINGS
+@PLAN_SETTINGS
 @given(batch=batches(), config=configs, data=st.data())
 def test_plan_equals_the_oracle(batch, config, data):
     table, computed, block_size = batch
