@@ -87,6 +87,24 @@ def test_grouping_equals_the_oracle(batch, config):
         assert all(type(g.prefix_blocks) is int for g in got.groups)
 
 
+@settings(max_examples=60, deadline=None)
+@given(rows=tries(max_reqs=80, max_width=40), config=configs, data=st.data())
+def test_grouping_of_larger_tries_equals_the_oracle(rows, config, data):
+    table = np.asarray(rows, dtype=np.int32)
+    block_size = 4
+    computed = np.asarray(
+        data.draw(
+            st.lists(
+                st.integers(0, (table.shape[1] + 1) * block_size),
+                min_size=len(rows),
+                max_size=len(rows),
+            )
+        )
+    )
+    want = oracle_find_prefix_groups(table, computed, block_size, config)
+    assert find_prefix_groups(table, computed, block_size, config) == want
+
+
 def test_the_oracle_comparison_sees_groups():
     """The drawn batches are not all ungrouped (the property above would be vacuous)."""
     table = np.asarray([[1, 2, 3, 9], [1, 2, 3, 8], [1, 2, 5, 7], [4, 4, 4, 4], [4, 4, 6, 6]])
