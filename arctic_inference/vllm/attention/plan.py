@@ -17,7 +17,7 @@ import torch
 
 from arctic_inference.vllm.attention.grouping import ForestGrouping
 
-__all__ = ["ForestPlan", "build_forest_plan"]
+__all__ = ["ForestPlan", "HostIndex", "build_forest_plan", "host_index"]
 
 
 @dataclasses.dataclass
