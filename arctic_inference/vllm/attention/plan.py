@@ -10,13 +10,14 @@ by the request's prefix blocks and ``seq_len - prefix_len`` KV tokens.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import torch
 
 from arctic_inference.vllm.attention.grouping import ForestGrouping
 
-__all__ = ["ForestPlan", "build_forest_plan"]
+__all__ = ["ForestPlan", "HostIndex", "build_forest_plan", "host_index"]
 
 
 @dataclasses.dataclass
@@ -35,6 +36,46 @@ class ForestPlan:
     max_suffix_kv_len: int
 
 
+@dataclasses.dataclass(frozen=True)
+class HostIndex:
+    """The plan's host arrays, built with a fixed number of numpy calls per step."""
+
+    prefix_blocks: np.ndarray  # (num_reqs,) int32: blocks read through the group
+    token_index: np.ndarray  # (Tg,) int64
+    cu_seqlens: np.ndarray  # (G + 1,) int32
+    group_blocks: np.ndarray  # (G,) int64
+    prefix_table: np.ndarray  # (G, max(max prefix blocks, 1)) int32
+
+
+def host_index(
+    grouping: ForestGrouping, query_start_loc_cpu: np.ndarray, block_table_cpu: np.ndarray
+) -> HostIndex:
+    """The host arrays of the plan; no loop step per request or per block."""
+    qsl = np.asarray(query_start_loc_cpu, dtype=np.int64)
+    groups = grouping.groups
+    count = len(groups)
+    members = np.fromiter(itertools.chain.from_iterable(g.requests for g in groups), np.int64)
+    sizes = np.fromiter((len(g.requests) for g in groups), np.int64, count=count)
+    group_blocks = np.fromiter((g.prefix_blocks for g in groups), np.int64, count=count)
+    prefix_blocks = np.zeros(grouping.num_reqs, dtype=np.int32)
+    prefix_blocks[members] = np.repeat(group_blocks, sizes)
+    # Query rows of the members in group order: member m's rows are qsl[m] .. qsl[m + 1].
+    starts = qsl[members]
+    lens = qsl[members + 1] - starts
+    ends = np.cumsum(lens)
+    token_index = np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64)
+    token_index += np.repeat(starts - (ends - lens), lens)
+    cu = np.zeros(count + 1, dtype=np.int32)
+    cu[1:] = ends[np.cumsum(sizes) - 1]  # a group's tokens end with its last member's
+    max_blocks = int(group_blocks.max(initial=0))
+    prefix_table = np.zeros((count, max(max_blocks, 1)), dtype=np.int32)
+    if count:
+        firsts = np.fromiter((g.requests[0] for g in groups), np.int64, count=count)
+        inside = np.arange(max_blocks)[None, :] < group_blocks[:, None]
+        prefix_table[:, :max_blocks] = np.where(inside, block_table_cpu[firsts, :max_blocks], 0)
+    return HostIndex(prefix_blocks, token_index, cu, group_blocks, prefix_table)
+
+
 def build_forest_plan(
     grouping: ForestGrouping,
     *,
@@ -47,27 +88,10 @@ def build_forest_plan(
 ) -> ForestPlan:
     """Build the plan; CPU index work here, device tensors follow ``block_table``."""
     device = block_table.device
-    qsl = np.asarray(query_start_loc_cpu, dtype=np.int64)
     num_reqs = grouping.num_reqs
-    prefix_blocks = grouping.prefix_blocks_per_request()
-
-    rows: list[np.ndarray] = []
-    group_tokens: list[int] = []
-    group_blocks: list[int] = []
-    for group in grouping.groups:
-        reqs = np.asarray(group.requests, dtype=np.int64)
-        tokens = [np.arange(qsl[r], qsl[r + 1]) for r in reqs]
-        rows.extend(tokens)
-        group_tokens.append(int(sum(t.size for t in tokens)))
-        group_blocks.append(group.prefix_blocks)
-    token_index = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    cu = np.zeros(len(group_tokens) + 1, dtype=np.int32)
-    cu[1:] = np.cumsum(group_tokens)
-    max_blocks = max(group_blocks, default=0)
-    prefix_table = np.zeros((len(group_blocks), max(max_blocks, 1)), dtype=np.int32)
-    for i, group in enumerate(grouping.groups):
-        first = group.requests[0]
-        prefix_table[i, : group.prefix_blocks] = block_table_cpu[first, : group.prefix_blocks]
+    host = host_index(grouping, query_start_loc_cpu, block_table_cpu)
+    prefix_blocks = host.prefix_blocks
+    max_blocks = int(host.group_blocks.max(initial=0))
 
     width = block_table.shape[1]
     shift = torch.from_numpy(prefix_blocks.astype(np.int64)).to(device)
@@ -84,13 +108,11 @@ def build_forest_plan(
 
     return ForestPlan(
         num_groups=len(grouping.groups),
-        prefix_token_index=to_device(token_index, torch.int64),
-        prefix_cu_seqlens_q=to_device(cu, torch.int32),
-        prefix_seqused_k=to_device(
-            np.asarray(group_blocks, dtype=np.int32) * block_size, torch.int32
-        ),
-        prefix_block_table=to_device(prefix_table, torch.int32),
-        max_prefix_query_len=max(group_tokens, default=0),
+        prefix_token_index=to_device(host.token_index, torch.int64),
+        prefix_cu_seqlens_q=to_device(host.cu_seqlens, torch.int32),
+        prefix_seqused_k=to_device(host.group_blocks.astype(np.int32) * block_size, torch.int32),
+        prefix_block_table=to_device(host.prefix_table, torch.int32),
+        max_prefix_query_len=int(np.diff(host.cu_seqlens).max(initial=0)),
         max_prefix_kv_len=max_blocks * block_size,
         suffix_block_table=shifted.to(torch.int32).contiguous(),
         suffix_seqused_k=(seq_lens[:num_reqs] - prefix_len).to(torch.int32),

@@ -93,13 +93,14 @@ class ForestPlanner:
         if reason is not None:
             return self._skip(reason)
         num_reqs = common.num_reqs
-        qsl = common.query_start_loc_cpu[: num_reqs + 1].numpy().astype(np.int64)
-        seq_lens = common.seq_lens_cpu_upper_bound[:num_reqs].numpy().astype(np.int64)
+        # Slicing after .numpy(): a numpy slice costs a tenth of a torch one.
+        qsl = common.query_start_loc_cpu.numpy()[: num_reqs + 1].astype(np.int64)
+        seq_lens = common.seq_lens_cpu_upper_bound.numpy()[:num_reqs].astype(np.int64)
         computed = seq_lens - (qsl[1:] - qsl[:-1])
         columns = int(computed.max()) // self.block_size
         if columns < 1:
             return self._skip("no fully computed block")
-        table_cpu = self._host_rows(common.block_table_tensor[:num_reqs], columns)
+        table_cpu = self._host_rows(common.block_table_tensor, num_reqs, columns)
         grouping = find_prefix_groups(table_cpu, computed, self.block_size, self.config)
         if grouping is None:
             return self._skip("no prefix groups worth grouping")
@@ -116,15 +117,16 @@ class ForestPlanner:
         )
 
     @staticmethod
-    def _host_rows(device_table: Any, columns: int) -> np.ndarray:
+    def _host_rows(device_table: Any, num_reqs: int, columns: int) -> np.ndarray:
+        """The first ``num_reqs`` rows, ``columns`` wide, of the step's block table."""
         from arctic_inference.vllm.attention.host_tables import host_block_table
 
         host = host_block_table(device_table)
         if host is not None:
             STATS["host_table"] += 1
-            return host[:, :columns].numpy()
+            return host.numpy()[:num_reqs, :columns]
         STATS["device_copy"] += 1
-        return device_table[:, :columns].to("cpu").numpy()
+        return device_table[:num_reqs, :columns].to("cpu").numpy()
 
     def _skip(self, reason: str) -> None:
         self.last_reason = reason
