@@ -149,4 +149,5 @@ def summary_line(result) -> Text:
         summary += f"; {sum(1 for f in result.findings if f.drift is Drift.NEW)} new since {result.old_label}"
     if result.suppressed:
         summary += f"; {len(result.suppressed)} suppressed"
-    return Text(f"{len(result.findings)} findings ({summary})")
+    noun = "finding" if len(result.findings) == 1 else "findings"
+    return Text(f"{len(result.findings)} {noun} ({summary})")
