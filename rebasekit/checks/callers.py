@@ -15,6 +15,7 @@ from rebasekit.analysis.binding import render_params
 from rebasekit.analysis.defnodes import call_params
 from rebasekit.analysis.forwarding import forwards
 from rebasekit.analysis.pluginclasses import PluginClass, plugin_classes, upstream_class
+from rebasekit.analysis.reachers import in_replaced
 from rebasekit.analysis.upstreamuses import uses_of
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
@@ -65,6 +66,8 @@ def check_caller_keywords(ctx: ScanContext) -> Iterator[Finding]:
             for use in uses_of(ctx.new, cls, name):
                 if func.name == "__init__" and use.receiver is not None:
                     continue
+                if in_replaced(ctx.new, ctx.corpus, use):
+                    continue  # the plugin replaces the caller too: this call never runs
                 for kw in use.shape.keywords:
                     if kw in accepted or kw not in upstream_named or kw in reported:
                         continue

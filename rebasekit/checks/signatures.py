@@ -3,8 +3,11 @@ upstream definition they replace, at the scanned tree."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
+from rebasekit import codes
+from rebasekit.analysis.reachers import Reach, reach
 from rebasekit.checks.registry import register_check
 from rebasekit.checks.sigcompare import compare, drop_receiver, norm_default
 from rebasekit.checks.targets import resolve_target, target_member
@@ -70,6 +73,9 @@ def _compare_attr(
     yield from _report_diffs(ctx, patch, attr, up, ours, theirs)
 
 
+# differences a caller written against upstream trips over; they fail only where reached
+_CALLER_BOUND = ("RK210", "RK211", "RK212", "RK213")
+
 _RECEIVING = ("method", "classmethod", "staticmethod")
 
 
@@ -111,8 +117,28 @@ def _report_diffs(
 ) -> Iterator[Finding]:
     loc = ctx.plugin_loc(patch.relpath, attr.lineno, f"{patch.name}.{attr.name}")
     up_loc = ctx.upstream_loc(up)
+    met: Reach | None = None
     for diff in compare(ours, theirs):
         severity = Severity(diff.severity) if diff.severity else None
+        note = None
+        if (
+            diff.code in _CALLER_BOUND
+            and Severity(severity or codes.get(diff.code).severity) == Severity.ERROR
+        ):
+            if met is None:
+                target = ctx.new.resolve(patch.target) if patch.target else None
+                met = reach(
+                    ctx.new,
+                    ctx.corpus,
+                    attr.name,
+                    ours,
+                    theirs,
+                    bound=ours is not attr.signature,
+                    module_function=target is not None and target.kind == "module",
+                    target=target.qualname if target is not None else None,
+                )
+            if met.harmless:
+                severity, note = Severity.INFO, met.describe()
         record = RECORDS[diff.code](
             attr.name,
             diff.param,
@@ -123,13 +149,20 @@ def _report_diffs(
             attr.signature.render(),
             **(_kept_old_default(ctx, up, ours, diff.param) if diff.code == "RK215" else {}),
         )
-        yield ctx.report(
+        found = ctx.report(
             record,
             plugin=loc,
             upstream=up_loc,
             severity=severity,
             suggestion=_suggest(diff.code, theirs, up),
         )
+        if note:
+            found = dataclasses.replace(
+                found,
+                message=f"{found.message} (cannot fail: {note})",
+                details={**found.details, "unreached_by_upstream": note},
+            )
+        yield found
 
 
 def _kept_old_default(ctx: ScanContext, up: Symbol, ours, name: str) -> dict[str, str]:

@@ -362,3 +362,64 @@ def test_a_call_that_fits_neither_upstream_nor_the_replacement_is_reported(tmp_p
     code, report = scan(case)
     assert code == 1
     assert [f["code"] for f in report["findings"]] == ["RK301"]
+
+
+def _severities(report: dict) -> list[tuple[str, str, int]]:
+    return [(f["code"], f["severity"], f["plugin"]["line"]) for f in report["findings"]]
+
+
+def test_signature_change_with_its_only_caller_replaced_cannot_fail():
+    code, report = scan("replaced_caller")
+    assert report["complete"], report["degradations"]
+    assert _severities(report) == [("RK211", "info", 4)]
+    assert (
+        "vllm.runner.Runner.execute, which the plugin also replaces"
+        in (report["findings"][0]["message"])
+    )
+
+
+def test_signature_change_with_the_caller_left_upstream_is_an_error(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "replaced_caller", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("Runner.execute = execute\n", ""))
+    code, report = scan(case)
+    assert code == 1
+    assert _severities(report) == [("RK211", "error", 4)]
+    assert "cannot fail" not in report["findings"][0]["message"]
+
+
+def test_renamed_parameter_that_upstream_passes_by_position_cannot_fail():
+    code, report = scan("positional_rename")
+    assert _severities(report) == [("RK212", "info", 4)]
+    assert "vllm/ops.py:6" in report["findings"][0]["message"]
+
+
+def test_renamed_parameter_that_upstream_passes_by_keyword_is_an_error(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "positional_rename", case)
+    ops = case / "upstream" / "vllm" / "ops.py"
+    ops.write_text(
+        ops.read_text().replace(
+            "apply(logits, mapping,", "apply(logits, expanded_mapping=mapping, scale="
+        )
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert _severities(report) == [("RK212", "error", 4)]
+
+
+def test_base_class_caller_shadowed_on_the_patched_class_cannot_fail():
+    code, report = scan("shadowed_base_caller")
+    assert _severities(report) == [("RK211", "info", 4)]
+    assert "vllm.parsers.BaseParser.run" in report["findings"][0]["message"]
+
+
+def test_base_class_caller_not_shadowed_is_an_error(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "shadowed_base_caller", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("Parser.run = run\n", ""))
+    code, report = scan(case)
+    assert code == 1
+    assert _severities(report) == [("RK211", "error", 4)]

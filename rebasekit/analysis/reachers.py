@@ -1,0 +1,185 @@
+"""Can any upstream call reach a replaced callable with the signature it no longer has?
+
+A replacement whose parameters differ from upstream's breaks only at the upstream call
+sites that reach it. When every such call sits inside a function the plugin also
+replaces (so it never runs), or binds to the replacement exactly as it binds upstream
+(same parameters filled, none missing or unexpected), the difference cannot fail: the
+plugin changed the signature on purpose together with its callers. The search covers
+every file of the tree that spells ``name(``; a call through ``*args``/``**kwargs``
+is undecidable and counts as reaching.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rebasekit.analysis.binding import CallShape, bind
+from rebasekit.analysis.upstreamuses import UpstreamUse, _file_calls
+from rebasekit.corpus.models import PluginCorpus
+from rebasekit.index import CodeIndex
+from rebasekit.index.cache import tree_memo
+from rebasekit.index.models import ParamKind, Signature
+
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_POSITIONAL = (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
+
+
+@tree_memo
+def _files_calling(index: CodeIndex) -> dict[str, list[str]]:
+    """Every name written as ``name(`` in the tree, with the files that write it."""
+    out: dict[str, list[str]] = {}
+    for relpath in index.tree.iter_py_files():
+        for name in set(_CALLED.findall(index.tree.read_text(relpath))):
+            out.setdefault(name, []).append(relpath)
+    return out
+
+
+def upstream_calls(index: CodeIndex, name: str) -> list[UpstreamUse]:
+    """Every upstream call ``<anything>.name(...)`` or ``name(...)`` in the tree."""
+    found: list[UpstreamUse] = []
+    for relpath in _files_calling(index).get(name, []):
+        found += _file_calls(index, relpath).get(name, [])
+    return found
+
+
+def replaced_functions(index: CodeIndex, corpus: PluginCorpus) -> tuple[set[str], set[str]]:
+    """Dotted upstream names (where defined) of every function or method the plugin replaces.
+
+    The second set adds, for a method replaced on a class, the same method of each of the
+    class's in-tree bases: a ``self.m(...)`` call there runs on an instance of the patched
+    class only through that base method, which the replacement now shadows.
+    """
+    memo: dict = index.__dict__.setdefault("_replaced_functions", {})
+    if id(corpus) in memo:
+        return memo[id(corpus)]
+    direct: set[str] = set()
+    shadowed: set[str] = set()
+    for patch in corpus.patches:
+        if not patch.target:
+            continue
+        sym = index.resolve(patch.target)
+        target = sym.qualname if sym is not None else patch.target
+        bases = index.mro(sym) if sym is not None and sym.kind == "class" else []
+        for attr in patch.attributes:
+            if attr.kind in ("method", "staticmethod", "classmethod", "property"):
+                direct.add(f"{target}.{attr.name}")
+                shadowed.update(f"{k.qualname}.{attr.name}" for k in bases)
+    memo[id(corpus)] = (direct, shadowed | direct)
+    return memo[id(corpus)]
+
+
+def _modname(relpath: str) -> str:
+    mod = relpath[:-3] if relpath.endswith(".py") else relpath
+    mod = mod.replace("/", ".")
+    return mod[: -len(".__init__")] if mod.endswith(".__init__") else mod
+
+
+def in_replaced(index: CodeIndex, corpus: PluginCorpus, use: UpstreamUse) -> str | None:
+    """The dotted upstream caller of ``use`` when the plugin replaces it (or an enclosing def)."""
+    if not use.caller:
+        return None
+    caller = f"{_modname(use.relpath)}.{use.caller}"
+    direct, shadowed = replaced_functions(index, corpus)
+    replaced = shadowed if use.receiver == "self" else direct
+    parts = caller.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in replaced:
+            return caller
+    return None
+
+
+def same_binding(shape: CallShape, ours: Signature, theirs: Signature) -> bool:
+    """The call binds to ``ours`` without error, each argument in the parameter it fills upstream.
+
+    A positional argument may land in a renamed parameter (its name on neither side).
+    """
+    if shape.star_args or shape.star_kwargs:
+        return False
+    if bind(shape, ours).problems or bind(shape, theirs).problems:
+        return False
+    mine = [p.name for p in ours.params if p.kind in _POSITIONAL][: shape.positional]
+    up = [p.name for p in theirs.params if p.kind in _POSITIONAL][: shape.positional]
+    our_names = {p.name for p in ours.params}
+    their_names = {p.name for p in theirs.params}
+    # the same slot, or a renamed one (neither name on the other side): same meaning
+    return all(a == b or (a not in their_names and b not in our_names) for a, b in zip(mine, up))
+
+
+def _may_name(index: CodeIndex, use: UpstreamUse, name: str, target: str | None) -> bool:
+    """Whether ``use`` may call ``target.name`` (unresolvable: yes, to stay safe)."""
+    if use.receiver is not None and use.receiver.split(".", 1)[0] in ("self", "cls"):
+        return False  # a method, or an instance attribute: not a module's function
+    if target is None:
+        return True
+    module = _modname(use.relpath)
+    if use.receiver is None:
+        if module == target:
+            return True  # a global looked up at call time: the replacement
+        spelled = f"{module}.{name}"
+        want = f"{target}.{name}"
+    else:
+        spelled = f"{module}.{use.receiver}"
+        want = target
+    sym = index.resolve(spelled)
+    return sym is None or sym.qualname == want
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The upstream call sites of one replaced callable, split by whether they can fail."""
+
+    sites: int
+    inside_replaced: tuple[str, ...]  # callers (dotted) the plugin replaces too
+    binding: tuple[str, ...]  # call sites (relpath:line) that bind to the replacement alike
+
+    @property
+    def harmless(self) -> bool:
+        return self.sites > 0 and self.sites == len(self.inside_replaced) + len(self.binding)
+
+    def describe(self) -> str:
+        parts = []
+        if self.inside_replaced:
+            names = ", ".join(sorted(set(self.inside_replaced)))
+            parts.append(
+                f"called upstream only from {names}, which the plugin also replaces (or shadows on the patched class)"
+            )
+        if self.binding:
+            parts.append(
+                f"{len(self.binding)} upstream call site(s) bind to the replacement unchanged "
+                f"({', '.join(self.binding[:3])})"
+            )
+        return "; ".join(parts)
+
+
+def reach(
+    index: CodeIndex,
+    corpus: PluginCorpus,
+    name: str,
+    ours: Signature,
+    theirs: Signature,
+    *,
+    bound: bool,
+    module_function: bool = False,
+    target: str | None = None,
+) -> Reach:
+    """How upstream's calls of ``name`` meet a replacement taking ``ours`` instead of ``theirs``.
+
+    ``bound``: the signatures have no receiver, and bare ``name(...)`` calls cannot be
+    judged, so they count as reaching. ``module_function``: the replaced callable is a
+    module attribute of ``target`` (dotted, where defined): ``self.name(...)`` never
+    reaches it, nor a call whose name or receiver the caller's module binds to something
+    else; a name that does not resolve counts as reaching.
+    """
+    inside: list[str] = []
+    binding: list[str] = []
+    uses = upstream_calls(index, name)
+    if module_function:
+        uses = [u for u in uses if _may_name(index, u, name, target)]
+    for use in uses:
+        caller = in_replaced(index, corpus, use)
+        if caller is not None:
+            inside.append(caller)
+        elif (not bound or use.receiver is not None) and same_binding(use.shape, ours, theirs):
+            binding.append(f"{use.relpath}:{use.line}")
+    return Reach(len(uses), tuple(inside), tuple(binding))
