@@ -107,22 +107,34 @@ def same_binding(shape: CallShape, ours: Signature, theirs: Signature) -> bool:
 
 
 def _may_name(index: CodeIndex, use: UpstreamUse, name: str, target: str | None) -> bool:
-    """Whether ``use`` may call ``target.name`` (unresolvable: yes, to stay safe)."""
+    """Whether ``use`` may call ``target.name`` (unresolvable: yes, to stay safe).
+
+    ``self.name(...)`` is a method call when the caller's class defines ``name`` (else
+    it may be an instance attribute holding the function); ``self.x.name(...)`` calls a
+    method of an object, not a module's function.
+    """
+    module = _modname(use.relpath)
     if use.receiver is not None and use.receiver.split(".", 1)[0] in ("self", "cls"):
-        return False  # a method, or an instance attribute: not a module's function
+        if use.receiver not in ("self", "cls"):
+            return False
+        owner = index.resolve(f"{module}.{use.caller.rsplit('.', 1)[0]}") if use.caller else None
+        if owner is not None and owner.kind == "class":
+            member = index.lookup_member(owner, name)
+            return member is None or member.kind != "function"
+        return True
     if target is None:
         return True
-    module = _modname(use.relpath)
     if use.receiver is None:
         if module == target:
             return True  # a global looked up at call time: the replacement
-        spelled = f"{module}.{name}"
-        want = f"{target}.{name}"
+        spelled, want = f"{module}.{name}", f"{target}.{name}"
     else:
-        spelled = f"{module}.{use.receiver}"
-        want = target
-    sym = index.resolve(spelled)
-    return sym is None or sym.qualname == want
+        spelled, want = f"{module}.{use.receiver}", target
+    sym, wanted = index.resolve(spelled), index.resolve(want)
+    if sym is None or wanted is None:
+        return True
+    # ``from target import name`` binds whatever target held at import: maybe the replacement
+    return sym.qualname == wanted.qualname or spelled == want
 
 
 @dataclass(frozen=True)
