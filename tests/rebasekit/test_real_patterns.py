@@ -423,3 +423,21 @@ def test_base_class_caller_not_shadowed_is_an_error(tmp_path):
     code, report = scan(case)
     assert code == 1
     assert _severities(report) == [("RK211", "error", 4)]
+
+
+def test_keyword_from_an_upstream_caller_the_plugin_replaces_is_not_reported():
+    code, report = scan("replaced_keyword_caller")
+    assert [f["code"] for f in report["findings"]] == ["RK210"]
+    assert report["findings"][0]["severity"] == "warning"  # dtype has a default
+
+
+def test_keyword_from_an_upstream_caller_left_in_place_is_an_error(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "replaced_keyword_caller", case)
+    patches = case / "plugin" / "plug" / "patches.py"
+    patches.write_text(patches.read_text().replace("def block_dim(", "def other_dim("))
+    code, report = scan(case)
+    assert code == 1
+    rk217 = [f for f in report["findings"] if f["code"] == "RK217"]
+    assert [(f["severity"], f["plugin"]["line"]) for f in rk217] == [("error", 7)]
+    assert "vllm/backend.py:6" in rk217[0]["message"]
