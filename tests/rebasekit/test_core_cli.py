@@ -68,8 +68,9 @@ def test_table_groups_by_file():
         (["scan", "--plugin", "/no/such/plugin", "--vllm", NEW], "does not exist"),
         (["scan", "--plugin", PLUGIN], "no upstream tree given"),
         (["scan", "--plugin", PLUGIN, "--vllm", NEW, "--to", OLD], "both name the tree"),
-        (["scan", "--plugin", PLUGIN, "--to", "/tmp/x@main"], "no git repository"),
+        (["scan", "--plugin", PLUGIN, "--to", "/no/such/clone@main"], "no git repository"),
         (["scan", "--plugin", PLUGIN, "--vllm", str(FIX)], "not a 'vllm' package folder"),
+        (["scan", "--plugin", PLUGIN, "--to", f"{PLUGIN}@main"], "not a git repository"),
     ],
 )
 def test_bad_input_exits_2_without_traceback(args, needle):
