@@ -9,9 +9,8 @@ not pay for the history, port-planning and runbook modules (and what they import
 from __future__ import annotations
 
 import importlib
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -35,16 +34,16 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 class _LazyGroup(TyperGroup):
     """The top-level group: lists every command, imports a command's module on lookup."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = _build(cmd_name)
         return self.commands.get(cmd_name)
 
 
-def _build(name: str) -> click.Command:
+def _build(name: str) -> Any:
     """The click command ``name``, from a throwaway app its modules register on."""
     holder = typer.Typer()
     for module in COMMANDS[name]:
