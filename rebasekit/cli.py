@@ -2,25 +2,54 @@
 
 Each command lives in ``rebasekit/commands/<name>.py`` and exposes ``register(app)``;
 this module only assembles them, so ``rebasekit --help`` lists exactly what exists.
+A command's module is imported when that command is looked up, not before: a scan does
+not pay for the history, port-planning and runbook modules (and what they import).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from rebasekit.commands import (
-    compare_pins,
-    corpus,
-    corpus_lock,
-    diff_method,
-    port,
-    runbook,
-    scan,
-)
 from rebasekit.commands._common import DEBUG_ENV, EXIT_CODES_HELP, set_debug
 from rebasekit.gctune import for_syntax_trees
+
+# Each command name and the command modules whose register(app) builds it, in help
+# order (corpus_lock adds to the sub-app that corpus registers, so it comes after it).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "scan": ("scan",),
+    "scan-imports": ("scan",),
+    "scan-signatures": ("scan",),
+    "diff-method": ("diff_method",),
+    "port": ("port",),
+    "compare-pins": ("compare_pins",),
+    "runbook": ("runbook",),
+    "corpus": ("corpus", "corpus_lock"),  # typer lists sub-apps after plain commands
+}
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: lists every command, imports a command's module on lookup."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = _build(cmd_name)
+        return self.commands.get(cmd_name)
+
+
+def _build(name: str) -> Any:
+    """The click command ``name``, from a throwaway app its modules register on."""
+    holder = typer.Typer()
+    for module in COMMANDS[name]:
+        importlib.import_module(f"rebasekit.commands.{module}").register(holder)
+    return typer.main.get_group(holder).commands[name]
+
 
 app = typer.Typer(
     name="rebasekit",
@@ -28,11 +57,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_LazyGroup,
 )
-
-# One entry per command module, in help order; each module's register(app) adds its
-# commands (corpus_lock adds to the sub-app that corpus registers, so it comes after it).
-COMMAND_MODULES = (scan, corpus, corpus_lock, diff_method, port, compare_pins, runbook)
 
 
 @app.callback()
@@ -47,14 +73,6 @@ def _options(
     """Options common to every command."""
     set_debug(debug)
     for_syntax_trees()
-
-
-def _register_all() -> None:
-    for module in COMMAND_MODULES:
-        module.register(app)
-
-
-_register_all()
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 T = TypeVar("T", bound=type)
 
 _RECORDS: dict[str, type] = {}
+_FIELDS: dict[type, frozenset[str]] = {}  # each dataclass record's field names, for decoding
 
 
 class DecodeError(ValueError):
@@ -34,6 +35,8 @@ def record(cls: T) -> T:
     if not (dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum)):
         raise TypeError(f"{cls.__qualname__} is neither a dataclass nor an enum")
     _RECORDS[_name(cls)] = cls
+    if dataclasses.is_dataclass(cls):
+        _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     return cls
 
 
@@ -109,9 +112,7 @@ def _decode_object(obj: dict) -> Any:
         if "c" in obj and "f" in obj:
             cls = _record(obj["c"])
             fields = _pairs(obj["f"])
-            if not dataclasses.is_dataclass(cls) or set(fields) != {
-                f.name for f in dataclasses.fields(cls)
-            }:
+            if _FIELDS.get(cls) != fields.keys():
                 raise DecodeError(f"fields of cached {obj['c']} do not match the record")
             try:
                 return cls(**fields)

@@ -23,6 +23,11 @@ def trees_dir() -> Path:
     return cache_root() / "trees"
 
 
+def corpus_dir() -> Path:
+    """Extracted plugin corpora, keyed by every plugin file's content and the settings."""
+    return cache_root() / "corpus"
+
+
 def index_dir() -> Path:
     """Parsed-module facts, keyed by file content hash (shared by all trees)."""
     return cache_root() / "index"

@@ -20,16 +20,18 @@ from rebasekit.corpus import (
     configured_patch_bases,
     declared_subpackage_pins,
     default_plugin_dir,
-    extract_corpus,
     platform_entry_points,
 )
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.corpus.store import cached_corpus
 from rebasekit.corpus.subpins import only, other_pins
 from rebasekit.degradation import Degradation
 from rebasekit.errors import RebasekitError
 from rebasekit.findings import Drift, Finding, Severity
 from rebasekit.index import CodeIndex
+from rebasekit.index.cache import DataStore
 from rebasekit.load import TreeInput, scan_context
+from rebasekit.paths import corpus_dir
 from rebasekit.records import UnusedSuppression
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -187,9 +189,14 @@ def load_corpus(
     """The corpus of ``plugin`` (default: the project's configured plugin)."""
     plugin_dir = check_plugin_dir(plugin) if plugin is not None else default_plugin_dir()
     bases = tuple(patch_bases or ()) or configured_patch_bases(plugin_dir)
-    corpus = extract_corpus(plugin_dir, bases, upstream_package, platform_entry_points(plugin_dir))
-    corpus.subpackage_pins = declared_subpackage_pins(plugin_dir, upstream_package)
-    return corpus
+    return cached_corpus(
+        DataStore(corpus_dir()),
+        plugin_dir,
+        bases,
+        upstream_package,
+        platform_entry_points(plugin_dir),
+        declared_subpackage_pins(plugin_dir, upstream_package),
+    )
 
 
 def scan_plugin(

@@ -30,8 +30,22 @@ class AttrUse:
     accessors: list[str] = field(default_factory=list)  # ``.gpu`` in ``self.X.gpu``
 
 
-def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
-    """Names the patch itself provides: its attributes and every ``self.X = ...`` it makes."""
+def patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> frozenset[str]:
+    """Names the patch itself provides: its attributes and every ``self.X = ...`` it makes.
+
+    Kept per corpus and patch: several checks ask for the same patch many times, and
+    the corpus never changes after extraction.
+    """
+    memo: dict[int, tuple[PatchClass, frozenset[str]]] = corpus.__dict__.setdefault(
+        "_own_names", {}
+    )
+    held = memo.get(id(patch))
+    if held is None or held[0] is not patch:  # the patch is held, so its id is not reused
+        held = memo[id(patch)] = (patch, frozenset(_patch_own_names(corpus, patch)))
+    return held[1]
+
+
+def _patch_own_names(corpus: PluginCorpus, patch: PatchClass) -> set[str]:
     names = {a.name for a in patch.attributes}
     # what the whole patch set puts on the same target (another file may add a helper)
     names |= {a.name for p in corpus.patches if p.target == patch.target for a in p.attributes}

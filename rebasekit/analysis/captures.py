@@ -85,7 +85,7 @@ def _visit(
 def captures(corpus: PluginCorpus, version: str | None) -> list[Capture]:
     """Every capture outside patch classes that runs at ``version`` (``try:`` bodies skipped)."""
     out: list[Capture] = []
-    for relpath in sorted(corpus.modules):
+    for relpath in corpus.parsed_relpaths():
         module = corpus.module(relpath)
         if module is None:
             continue

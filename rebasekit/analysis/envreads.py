@@ -109,7 +109,7 @@ def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead
                     imp.in_function,
                 )
             )
-    for relpath in sorted(corpus.modules):
+    for relpath in corpus.parsed_relpaths():
         module = corpus.module(relpath)
         if module is None or ENVS not in corpus.source_text(relpath):
             continue  # a file that never spells "envs" reads none of them

@@ -117,14 +117,12 @@ def _patch_own_names(module: ast.Module, node: ast.ClassDef, patch: PatchClass) 
 def _plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
     out: list[PluginClass] = []
     patch_at = {(p.relpath, p.lineno): p for p in corpus.patches}
-    for relpath in sorted(corpus.modules):
+    for relpath in corpus.parsed_relpaths():
         module = corpus.module(relpath)
         if module is None:
             continue
         names = import_map(corpus, relpath)
-        for node in ast.walk(module):
-            if not isinstance(node, ast.ClassDef):
-                continue
+        for node in corpus.nodes(relpath, ast.ClassDef):
             patch = patch_at.get((relpath, node.lineno))
             if patch is not None:
                 if patch.target:
@@ -167,12 +165,17 @@ def replaced_names(corpus: PluginCorpus) -> set[str]:
 
 def _replaced_names(corpus: PluginCorpus) -> set[str]:
     out: set[str] = set()
-    for relpath in sorted(corpus.modules):
+    for relpath in corpus.parsed_relpaths():
         module = corpus.module(relpath)
         if module is None:
             continue
         names = import_map(corpus, relpath)
-        for node in ast.walk(module):
+        nodes = [
+            *corpus.nodes(relpath, ast.Assign),
+            *corpus.nodes(relpath, ast.AnnAssign),
+            *corpus.nodes(relpath, ast.Call),
+        ]
+        for node in nodes:  # the result is a set: the order of the node kinds is free
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:

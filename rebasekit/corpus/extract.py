@@ -72,11 +72,38 @@ CLASS_MACHINERY = frozenset(
 )
 
 
+def plugin_files(plugin_dir: Path) -> list[Path]:
+    """The ``.py`` files extraction reads, in its order (hidden folders and caches left out)."""
+    plugin_dir = plugin_dir.resolve()
+    return [
+        path
+        for path in sorted(plugin_dir.rglob("*.py"))
+        if not any(
+            part.startswith(".") or part == "__pycache__"
+            for part in path.relative_to(plugin_dir).parts
+        )
+    ]
+
+
+def read_plugin(plugin_dir: Path) -> list[tuple[str, bytes | SkippedFile]]:
+    """Each plugin file's path relative to the package's parent and its bytes (or why not)."""
+    root = plugin_dir.resolve().parent
+    found: list[tuple[str, bytes | SkippedFile]] = []
+    for path in plugin_files(plugin_dir):
+        try:
+            source: bytes | SkippedFile = read_source_bytes(path)
+        except SkippedFile as skipped:
+            source = skipped
+        found.append((path.relative_to(root).as_posix(), source))
+    return found
+
+
 def extract_corpus(
     plugin_dir: Path,
     patch_bases: Iterable[str],
     upstream_package: str = "vllm",
     platform_functions: Iterable[str] = (),
+    files: list[tuple[str, bytes | SkippedFile]] | None = None,
 ) -> PluginCorpus:
     """Parse every ``.py`` file under ``plugin_dir`` (a package folder).
 
@@ -84,6 +111,7 @@ def extract_corpus(
     discovered (:mod:`rebasekit.corpus.discovery`). The other rules always run.
     ``platform_functions`` are the ``module:function`` entry points vLLM calls for the
     name of a platform class to load (a registration the registry rule follows).
+    ``files`` is what :func:`read_plugin` returns, when the caller has read it already.
     """
     plugin_dir = plugin_dir.resolve()
     corpus = PluginCorpus(
@@ -93,17 +121,9 @@ def extract_corpus(
         patch_bases=tuple(patch_bases),
     )
     parsed: list[tuple[str, str, ast.Module]] = []
-    for path in sorted(plugin_dir.rglob("*.py")):
-        if any(
-            part.startswith(".") or part == "__pycache__"
-            for part in path.relative_to(plugin_dir).parts
-        ):
-            continue
-        relpath = path.relative_to(corpus.root).as_posix()
-        try:
-            source = read_source_bytes(path)
-        except SkippedFile as skipped:
-            corpus.degradations.append(skipped.degradation(relpath))
+    for relpath, source in read_plugin(plugin_dir) if files is None else files:
+        if isinstance(source, SkippedFile):
+            corpus.degradations.append(source.degradation(relpath))
             continue
         tree = parse_file(corpus, relpath, source)
         if tree is not None:

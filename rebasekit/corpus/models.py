@@ -209,6 +209,10 @@ class PluginCorpus:
             tree = self.modules[relpath] = ast.parse(self.sources[relpath], filename=relpath)
         return tree
 
+    def parsed_relpaths(self) -> list[str]:
+        """The files that parsed at extraction, sorted: trees may not be built yet."""
+        return sorted(f.relpath for f in self.files if f.syntax_error is None)
+
     def _parsed_ok(self, relpath: str) -> bool:
         return any(f.relpath == relpath and f.syntax_error is None for f in self.files)
 
@@ -238,6 +242,42 @@ class PluginCorpus:
                 table.setdefault(type(node), []).append(node)
             self._by_type[relpath] = table
         return table.get(kind, [])  # type: ignore[return-value]
+
+    def to_data(self) -> dict[str, Any]:
+        """Everything extraction found, as records :mod:`rebasekit.datacodec` can store.
+
+        Unlike :meth:`to_dict` (the report view) it keeps the texts and comments, so
+        :meth:`from_data` gives back a corpus equal to the one extracted; syntax trees
+        are left out and parsed again on first use.
+        """
+        return {
+            "root": str(self.root),
+            "package": self.package,
+            "upstream_package": self.upstream_package,
+            "patch_bases": self.patch_bases,
+            "files": self.files,
+            "patches": self.patches,
+            "imports": self.imports,
+            "calls": self.calls,
+            "comments": self.comments,
+            "degradations": [(d.kind, d.subject, d.message, d.fix) for d in self.degradations],
+            "base_candidates": self.base_candidates,
+            "sources": self.sources,
+            "subpackage_pins": self.subpackage_pins,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> PluginCorpus:
+        """The corpus :meth:`to_data` describes; raises ``TypeError``/``KeyError`` on other data."""
+        fields = dict(data)
+        fields["root"] = Path(fields["root"])
+        fields["degradations"] = [Degradation(*d) for d in fields["degradations"]]
+        corpus = cls(**fields)
+        if not all(isinstance(f, PluginFile) for f in corpus.files) or not all(
+            isinstance(p, PatchClass) for p in corpus.patches
+        ):
+            raise TypeError("not the data of a plugin corpus")
+        return corpus
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(replace(self, sources={}, modules={}, _by_type={}))
