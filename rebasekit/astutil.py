@@ -12,6 +12,7 @@ import hashlib
 import io
 import tokenize
 from collections import OrderedDict
+from collections.abc import Iterator
 
 from rebasekit import pyparse
 
@@ -32,6 +33,23 @@ def dotted(node: ast.AST) -> str | None:
 # both trees (about 130 MB of nodes for 300 vLLM modules).
 _MAX_TREES = 512
 _TREES: OrderedDict[str, ast.Module] = OrderedDict()
+
+
+def first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name of a function's first positional parameter (``self`` of a method)."""
+    args = [*func.args.posonlyargs, *func.args.args]
+    return args[0].arg if args else None
+
+
+def own_nodes(func: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of ``func``'s body, not descending into nested functions, lambdas or classes."""
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _as_text(source: str | bytes) -> str | None:

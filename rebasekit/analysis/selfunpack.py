@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rebasekit.analysis.callsites import Unpacking
 from rebasekit.analysis.shapes import dotted
 from rebasekit.analysis.wrapdeps import FuncNode, wrapper_use
+from rebasekit.astutil import first_param
 from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall
 
 
@@ -39,11 +40,6 @@ def _target_shape(node: ast.Assign) -> tuple[int, bool] | None:
         return None
     starred = any(isinstance(e, ast.Starred) for e in target.elts)
     return len(target.elts) - (1 if starred else 0), starred
-
-
-def _self_name(func: FuncNode) -> str | None:
-    args = [*func.args.posonlyargs, *func.args.args]
-    return args[0].arg if args else None
 
 
 def _replaces_without_original(cls: ast.ClassDef, patch: PatchClass, name: str) -> bool:
@@ -80,7 +76,7 @@ def _patch_unpackings(corpus: PluginCorpus) -> Iterator[tuple[UpstreamCall, int,
         for method in cls.body:
             if not isinstance(method, FuncNode):
                 continue
-            me = _self_name(method)
+            me = first_param(method)
             for node in ast.walk(method):
                 if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
                     continue

@@ -9,10 +9,9 @@ refactor.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rebasekit.astutil import dotted
+from rebasekit.astutil import dotted, own_nodes
 from rebasekit.datacodec import record
 
 # --------------------------------------------------------------------------- returns
@@ -54,23 +53,12 @@ class ReturnShape:
         return None
 
 
-def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of ``func``'s body, not descending into nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(func))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def return_shape(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ReturnShape:
     """Collect the shape of every ``return`` in ``func`` (generators count as opaque)."""
     arities: set[int] = set()
     single = opaque = False
     saw_return = returns_none = False
-    for node in _own_nodes(func):
+    for node in own_nodes(func):
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
             opaque = True
         if not isinstance(node, ast.Return):
@@ -192,7 +180,7 @@ def self_assignments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, 
             for elt in target.elts:
                 record(elt, None)
 
-    for node in _own_nodes(func):
+    for node in own_nodes(func):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if (

@@ -11,10 +11,10 @@ wrapper passes through as it is.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rebasekit.analysis.shapes import return_shape, self_assignments
+from rebasekit.astutil import first_param, own_nodes
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -28,21 +28,6 @@ class WrapperUse:
     reads: frozenset[str]  # ``self.X`` the wrapper reads
     writes: frozenset[str]  # ``self.X`` the wrapper assigns
     names: frozenset[str]  # parameters the wrapper names (not through ``*args``/``**kwargs``)
-
-
-def _self_name(func: FuncNode) -> str | None:
-    args = [*func.args.posonlyargs, *func.args.args]
-    return args[0].arg if args else None
-
-
-def _walk_own(func: FuncNode) -> Iterator[ast.AST]:
-    stack = list(ast.iter_child_nodes(func))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _is_original_call(node: ast.AST, aliases: set[str], attr: str) -> bool:
@@ -62,9 +47,9 @@ def _is_original_call(node: ast.AST, aliases: set[str], attr: str) -> bool:
 
 def wrapper_use(func: FuncNode, aliases: set[str], attr: str) -> WrapperUse:
     """Read ``func`` as a wrapper of ``attr`` whose original is reached through ``aliases``."""
-    me = _self_name(func)
+    me = first_param(func)
     parents: dict[ast.AST, ast.AST] = {}
-    for node in _walk_own(func):
+    for node in own_nodes(func):
         for child in ast.iter_child_nodes(node):
             parents[child] = node
     reads: set[str] = set()
@@ -75,7 +60,7 @@ def wrapper_use(func: FuncNode, aliases: set[str], attr: str) -> WrapperUse:
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]} - {
         me
     }
-    for node in _walk_own(func):
+    for node in own_nodes(func):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id == me and node.attr not in aliases:
                 (writes if isinstance(node.ctx, ast.Store) else reads).add(node.attr)
@@ -97,10 +82,10 @@ def _result_taken_apart(call: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
 
 
 def _self_reads(func: FuncNode) -> set[str]:
-    me = _self_name(func)
+    me = first_param(func)
     return {
         n.attr
-        for n in _walk_own(func)
+        for n in own_nodes(func)
         if isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Name)
         and n.value.id == me

@@ -12,7 +12,7 @@ import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
-from rebasekit.astutil import dotted
+from rebasekit.astutil import dotted, first_param
 from rebasekit.corpus import version_gates
 from rebasekit.corpus.discovery import (
     copier_bases,
@@ -473,7 +473,7 @@ class _FileVisitor:
                     installed_at=f"{self.relpath}:{site.lineno}",
                 )
             )
-            if local and kind == "method" and _first_param(function) == "self":
+            if local and kind == "method" and first_param(function) == "self":
                 self._self_reads(patch, function)
 
     @staticmethod
@@ -675,11 +675,6 @@ class _FileVisitor:
 
 def _is_overload(decorators: tuple[str, ...]) -> bool:
     return any(d.split(".")[-1] == "overload" for d in decorators)
-
-
-def _first_param(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    args = [*function.args.posonlyargs, *function.args.args]
-    return args[0].arg if args else None
 
 
 def _capture_owner(value: ast.expr) -> str | None:
