@@ -2,7 +2,7 @@
 # The Arctic speculator on the lent H200: train, test, measure. From the project root, after
 # `source .gpu2/device-env.sh` and `bash tests/gpu/device_run.sh install`
 # (see ../shared/gpu/README.md):
-#   bash bench/spec/device_bench.sh train              # MLP + LSTM for copy-llama and small-llama
+#   bash bench/spec/device_bench.sh train [MODEL...]   # MLP + LSTM (default: copy-llama small-llama)
 #   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
 #   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOAD [ARGS]  # gpu_speed.py, one workload
 #     (one or batch32; one call each keeps a call under the 10-minute limit)
@@ -15,7 +15,7 @@ export VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
 what="${1:-}"; shift || true
 case "$what" in
   train)
-    for model in copy-llama small-llama; do
+    for model in ${*:-copy-llama small-llama}; do
       short="${model%-llama}"
       for kind in mlp lstm; do
         [ -f "$SPEC/$short-$kind/config.json" ] && continue

@@ -86,6 +86,7 @@ def _proposer_timing(worker) -> dict:
 
 def serve(model: str, spec: dict | None, gpu_util: float) -> None:
     """Engine process: answer one JSON line per command read from stdin."""
+    os.environ.setdefault("ARCTIC_INFERENCE_ENABLED", "1")  # the plugin serves "arctic"
     os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     from vllm import LLM, SamplingParams

@@ -131,10 +131,16 @@ def _generate(mode: str, tmp: Path) -> dict:
     return json.loads(out.read_text())
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict:
+    """No-speculation output of the fixed batch, generated once for every mode."""
+    return _generate("none", tmp_path_factory.mktemp("reference"))
+
+
 @pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
 @pytest.mark.parametrize("mode", ["arctic", "arctic-lstm", "hybrid"])
-def test_arctic_speculation_is_lossless_fp32(cuda, tmp_path, mode):
-    ref = _generate("none", tmp_path)
+def test_arctic_speculation_is_lossless_fp32(cuda, tmp_path, mode, reference):
+    ref = reference
     spec = _generate(mode, tmp_path)
     print(f"\n[{mode} lossless] accepted draft tokens: {spec['accepted']:.0f}")
     assert spec["accepted"] > 0, f"{mode}: no draft token was ever accepted; it did not run"
