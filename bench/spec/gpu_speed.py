@@ -8,10 +8,11 @@ interleave A B C ... A B C without rebuilding engines. Workloads:
 * ``batch32``: 32 concurrent requests (compute-bound; where drafting can cost).
 
 Prompts re-quote earlier spans of their context half of the time (the copy
-workload copy-llama is trained for) and are fresh random text otherwise. Each
-phase repeats its prompt set ``loops`` times, chosen after warm-up so the
-fastest engine's phase lasts at least ``--min-phase`` seconds; every engine uses
-the same count. Per phase: generated tokens / s, and from vLLM's counters the
+workload copy-llama is trained for) and are fresh random text otherwise. A
+phase runs rounds of the workload until it has lasted ``--min-phase`` seconds;
+round k of repetition r uses the same fresh prompts in every engine, and no
+prompt is served twice (a suffix cache that has seen a request's earlier
+answer drafts it whole, which measures a replay, not the workload). Per phase: generated tokens / s, and from vLLM's counters the
 drafts, drafted and accepted tokens (accepted tokens per step = 1 + accepted /
 drafts; draft acceptance = accepted / drafted); for the arctic engines the
 proposer's own time per call (``ArcticProposer.timing``).
@@ -79,6 +80,11 @@ def prompts_for(vocab: int, n: int, length: int, seed: int) -> list[list[int]]:
     return out
 
 
+def round_seed(rep_seed: int, round_index: int) -> int:
+    """Prompt seed of one round: distinct for every (repetition, round), equal across engines."""
+    return rep_seed * 100_000 + round_index
+
+
 def _proposer_timing(worker) -> dict:
     drafter = getattr(worker.model_runner, "drafter", None)
     return dict(getattr(drafter, "timing", {}) or {})
@@ -111,23 +117,26 @@ def serve(model: str, spec: dict | None, gpu_util: float) -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
-        prompts = prompts_for(vocab, cmd["batch"], cmd["prompt_len"], cmd["seed"])
         sp = SamplingParams(temperature=0.0, max_tokens=cmd["max_tokens"], ignore_eos=True)
         before, t_before = counters(), llm.collective_rpc(_proposer_timing)[0]
         start = time.perf_counter()
-        generated = 0
-        for _ in range(cmd["loops"]):
+        generated = rounds = 0
+        while rounds == 0 or time.perf_counter() - start < cmd["min_seconds"]:
+            seed = round_seed(cmd["seed"], rounds)
+            prompts = prompts_for(vocab, cmd["batch"], cmd["prompt_len"], seed)
             outs = llm.generate(
                 [TokensPrompt(prompt_token_ids=p) for p in prompts], sp, use_tqdm=False
             )
             generated += sum(len(o.outputs[0].token_ids) for o in outs)
+            rounds += 1
         elapsed = time.perf_counter() - start
         after, t_after = counters(), llm.collective_rpc(_proposer_timing)[0]
         delta = {k: after[k] - before[k] for k in after}
         calls = t_after.get("calls", 0) - t_before.get("calls", 0)
         secs = t_after.get("seconds", 0.0) - t_before.get("seconds", 0.0)
         print(json.dumps({
-            "seconds": elapsed, "tokens": generated, "tok_per_s": generated / elapsed,
+            "seconds": elapsed, "rounds": rounds, "tokens": generated,
+            "tok_per_s": generated / elapsed,
             "propose_ms": 1000 * secs / calls if calls else None, **delta,
         }), flush=True)  # fmt: skip
 
@@ -199,14 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for wl, batch in workloads.items():
             cmd = dict(batch=batch, prompt_len=args.prompt_len, max_tokens=args.max_tokens, seed=0)
-            warm = {n: e.run(loops=1, **cmd) for n, e in engines.items()}  # warm-up, untimed
-            fastest = min(w["seconds"] for w in warm.values())
-            loops = max(1, int(args.min_phase / fastest + 0.999))
+            for e in engines.values():  # warm-up, untimed
+                e.run(min_seconds=0, **cmd)
             for rep in range(args.reps):
                 order = names[rep % len(names) :] + names[: rep % len(names)]
                 for name in order:
-                    r = engines[name].run(loops=loops, **dict(cmd, seed=rep + 1))
-                    rows.append({"workload": wl, "config": name, "rep": rep, "loops": loops, **r})
+                    r = engines[name].run(min_seconds=args.min_phase, **dict(cmd, seed=rep + 1))
+                    rows.append({"workload": wl, "config": name, "rep": rep, **r})
                     print(
                         f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s",
                         flush=True,

@@ -52,3 +52,13 @@ def test_unknown_workload_exits_2_before_starting_engines(tmp_path, capsys):
     )
     assert "--workloads names none of one, batch32" in capsys.readouterr().err
     assert not (tmp_path / "o.logs").exists()
+
+
+def test_no_prompt_is_served_twice_across_rounds_and_repetitions():
+    # A replayed prompt lets a suffix cache draft its earlier answer whole.
+    seen = set()
+    for rep_seed in (0, 1, 2):
+        for k in range(50):
+            for p in gpu_speed.prompts_for(348, 4, 32, gpu_speed.round_seed(rep_seed, k)):
+                seen.add(tuple(p))
+    assert len(seen) == 3 * 50 * 4

@@ -124,6 +124,32 @@ def test_hybrid_takes_suffix_drafts_where_the_text_repeats(make_proposer, monkey
     assert len(drafts[1]) == 3 and proposer.hybrid.last_source == {"rep": "suffix", "new": "arctic"}
 
 
+def test_hybrid_runs_the_speculator_only_for_requests_that_take_its_draft(
+    make_proposer, monkeypatch
+):
+    proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
+    batches: list[list[int]] = []
+    real = proposer.model.generate_proposals
+
+    def counted(tokens, hidden, n):
+        batches.append(tokens.tolist())
+        return real(tokens, hidden, n)
+
+    monkeypatch.setattr(proposer.model, "generate_proposals", counted)
+    loop = [30, 31, 32, 33, 34, 35, 36, 37]
+    runner = _batch(monkeypatch, {"r1": loop * 4, "r2": [40, 41] + loop * 3})
+    sampled = runner.step({"r1": [30], "r2": [30]})
+    drafts = proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch)
+    # Both repeat: suffix wins everywhere and the speculator does not run at all.
+    assert [len(d) for d in drafts] == [8, 8] and batches == []
+    runner.add("fresh", [90, 91, 92, 93])
+    sampled = runner.step({"r1": [31], "r2": [31], "fresh": [94]})
+    drafts = proposer.propose(sampled, torch.randn(3, HIDDEN), None, runner.batch)
+    # Only the fresh request takes a speculator draft: one call, for that request alone.
+    assert batches == [[94]] and len(drafts[2]) == 3
+    assert proposer.hybrid.last_source == {"r1": "suffix", "r2": "suffix", "fresh": "arctic"}
+
+
 def test_hybrid_learns_the_speculators_acceptance(make_proposer, monkeypatch):
     from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
 

@@ -57,6 +57,11 @@ def test_trained_checkpoint_serves_what_was_trained(tiny_target, tmp_path, kind)
 
     config = json.loads((out / "config.json").read_text())
     assert config["base_model_archs"] == ["LlamaForCausalLM"]
+    # One of the four prompts is held out and scored at every log step, per head.
+    report = json.loads((out / "training.json").read_text())
+    assert report["windows"]["held_out"] > 0 and report["windows"]["train"] > 0
+    assert [h["step"] for h in report["history"]] == [0, 29]
+    assert all(len(h["val_top1"]) == 3 and 0 <= min(h["val_top1"]) for h in report["history"])
     trained = train_speculator.TrainableSpeculator(
         config, load_file(str(out / "model.safetensors"))
     )
@@ -79,3 +84,19 @@ def test_windows_pair_each_read_token_with_the_next():
     assert h[:, 0].tolist() == [3.0, 4.0, 5.0, 6.0]
     assert reads.tolist() == [[4, 5], [5, 6], [6, 7], [7, 8]]
     assert targets.tolist() == [[5, 6], [6, 7], [7, 8], [8, 9]]
+
+
+def test_held_out_accuracy_counts_every_window_per_head():
+    class Fixed(torch.nn.Module):
+        """Head k always predicts token k."""
+
+        def forward(self, hidden, reads):
+            n = hidden.shape[0]
+            return [torch.nn.functional.one_hot(torch.full((n,), k), 5).float() for k in range(3)]
+
+    hidden = torch.zeros(4, 2)
+    reads = torch.zeros(4, 3, dtype=torch.long)
+    targets = torch.tensor([[0, 1, 0], [0, 0, 0], [1, 1, 2], [0, 1, 2]])
+    # head 0 right on rows 0, 1, 3; head 1 on 0, 2, 3; head 2 on 2, 3. Chunks of 3 rows.
+    got = train_speculator.held_out_accuracy(Fixed(), (hidden, reads, targets), chunk=3)
+    assert got == [0.75, 0.75, 0.5]

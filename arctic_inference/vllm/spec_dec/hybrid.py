@@ -10,12 +10,17 @@ starting at its full draft length (so at the start suffix must promise a
 whole speculator draft's worth to win). A suffix draft may be as long as
 ``num_speculative_tokens`` (up to the tree depth); the speculator's is its own
 length, so the two lengths differ from request to request.
+
+The choice does not depend on the speculator's tokens, only on whether it may
+draft for the request, so the suffix drafts are made first and the speculator
+runs only for the requests that will take its draft: where the text repeats
+everywhere, a hybrid step costs what a suffix step costs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
 Source = Literal["suffix", "arctic", "none"]
@@ -100,26 +105,42 @@ class HybridDrafter:
         input_batch: Any,
         sampled_token_ids: list[list[int]],
         num_draft: Sequence[int] | None,
-        arctic: dict[int, list[int]],
+        arctic_rows: Collection[int],
+        arctic_for: Callable[[list[int]], dict[int, list[int]]],
         max_tokens: int,
         drafting: bool,
     ) -> list[list[int]]:
-        """One draft per request: the suffix's or the speculator's (see the module doc)."""
+        """One draft per request: the suffix's or the speculator's (see the module doc).
+
+        ``arctic_rows`` are the batch indices the speculator may draft for;
+        ``arctic_for(rows)`` drafts for the given ones (batch index -> tokens)
+        and is called once, with only the requests that take its draft.
+        """
         req_ids = list(input_batch.req_ids[: len(sampled_token_ids)])
         self._observe(req_ids, sampled_token_ids, num_draft)
-        out: list[list[int]] = []
+        suffix: list[tuple[list[int], float]] = []
+        sources: list[Source] = []
         for i, sampled in enumerate(sampled_token_ids):
-            req_id = req_ids[i]
             draft = self._suffix_draft(input_batch, i, sampled, max_tokens) if sampled else None
             tokens = list(draft.token_ids) if draft is not None else []
             score = float(draft.score) if draft is not None else 0.0
+            suffix.append((tokens, score))
             source: Source = "none"
             if drafting:
-                source = pick_source(score, len(tokens), self.arctic.expected, i in arctic)
-            self.last_source[req_id] = source
+                source = pick_source(score, len(tokens), self.arctic.expected, i in arctic_rows)
+            sources.append(source)
+        wanted = [i for i, source in enumerate(sources) if source == "arctic"]
+        arctic = arctic_for(wanted) if wanted else {}
+        out: list[list[int]] = []
+        for i, source in enumerate(sources):
+            self.last_source[req_ids[i]] = source
             self.chosen[source] += 1
             out.append(
-                tokens if source == "suffix" else arctic.get(i, []) if source == "arctic" else []
+                suffix[i][0]
+                if source == "suffix"
+                else arctic.get(i, [])
+                if source == "arctic"
+                else []
             )
         for gone in self.cache.active_requests - set(input_batch.req_id_to_index):
             self.cache.stop_request(gone)

@@ -10,8 +10,9 @@ step and the hidden states of the rows that sampled them. Per request:
   sampled token and that token, and drafts up to ``arctic_draft_tokens``;
 * with ``disable_by_batch_size`` set, a step with that many requests or more
   gets no drafts at all (verification would cost more than it saves);
-* in hybrid mode the suffix cache drafts too, and each request takes the
-  draft that promises more accepted tokens (:mod:`.hybrid`).
+* in hybrid mode the suffix cache drafts first, each request takes the draft
+  that promises more accepted tokens, and the speculator runs only for the
+  requests that take its draft (:mod:`.hybrid`).
 
 Drafts are lists of token ids (lengths vary per request), the form the runner
 hands to the scheduler for suffix decoding too.
@@ -61,6 +62,12 @@ class DraftPlan:
     @property
     def max_len(self) -> int:
         return max(self.lengths, default=0)
+
+    def only(self, rows: Sequence[int]) -> DraftPlan:
+        """The same plan for a subset of its requests."""
+        keep = set(rows)
+        kept = [(r, n) for r, n in zip(self.rows, self.lengths) if r in keep]
+        return DraftPlan([r for r, _ in kept], [n for _, n in kept])
 
 
 def plan_drafts(
@@ -179,11 +186,23 @@ class ArcticProposer:
             self.num_draft_tokens,
             self.disable_by_batch_size,
         )
-        arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
         if self.hybrid is None:
+            arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
             return [arctic.get(i, []) for i in range(len(sampled_token_ids))]
+
+        def arctic_for(rows: list[int]) -> dict[int, list[int]]:
+            return self.propose_arctic(
+                plan.only(rows), sampled_token_ids, sample_hidden_states, num_draft
+            )
+
         limit = self.disable_by_batch_size
         drafting = limit is None or len(sampled_token_ids) < limit
         return self.hybrid.combine(
-            input_batch, sampled_token_ids, num_draft, arctic, self.num_speculative_tokens, drafting
+            input_batch,
+            sampled_token_ids,
+            num_draft,
+            set(plan.rows),
+            arctic_for,
+            self.num_speculative_tokens,
+            drafting,
         )
