@@ -93,7 +93,7 @@ import json, random, sys
 from pathlib import Path
 from vllm import LLM, SamplingParams
 from vllm.inputs import TokensPrompt
-spec, model, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+spec, model, out, eager = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
 rng = random.Random(7)
 prompts = []
@@ -101,7 +101,7 @@ for i in range(8):
     doc = [rng.randrange(4, vocab) for _ in range(96)]
     tail = doc[: 8 + 4 * i] if i % 2 == 0 else [rng.randrange(4, vocab) for _ in range(12)]
     prompts.append(doc + [rng.randrange(4, vocab) for _ in range(16)] + tail)
-kw = dict(model=model, dtype="float32", enforce_eager=True, seed=0, gpu_memory_utilization=0.3,
+kw = dict(model=model, dtype="float32", enforce_eager=eager, seed=0, gpu_memory_utilization=0.3,
           max_model_len=1024, enable_prefix_caching=False, disable_log_stats=False)
 if spec:
     kw["speculative_config"] = spec
@@ -110,7 +110,11 @@ sp = SamplingParams(temperature=0.0, max_tokens=96, ignore_eos=True, logprobs=5)
 outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sp, use_tqdm=False)
 accepted = sum(float(m.value) for m in llm.get_metrics()
                if m.name == "vllm:spec_decode_num_accepted_tokens")
-res = {"accepted": accepted, "ids": [], "logprobs": []}
+def graph_stats(worker):
+    drafter = getattr(worker.model_runner, "drafter", None)
+    graphs = getattr(drafter, "graphs", None)
+    return dict(graphs.stats) if graphs is not None else {}
+res = {"accepted": accepted, "ids": [], "logprobs": [], "graphs": llm.collective_rpc(graph_stats)[0]}
 for o in outs:
     c = o.outputs[0]
     res["ids"].append(list(c.token_ids))
@@ -120,10 +124,12 @@ Path(out).write_text(json.dumps(res))
 
 
 def _generate(mode: str, tmp: Path) -> dict:
+    """One engine's output on the fixed batch; ``*-graphed`` modes run with CUDA graphs."""
     out = tmp / f"{mode}.json"
-    spec = json.dumps(_spec_config(mode, tmp))
+    eager = "0" if mode.endswith("-graphed") else "1"
+    spec = json.dumps(_spec_config(mode.removesuffix("-graphed"), tmp))
     subprocess.run(
-        [sys.executable, "-c", WORKER, spec, MODEL, str(out)],
+        [sys.executable, "-c", WORKER, spec, MODEL, str(out), eager],
         check=True,
         env=dict(os.environ, **ENV),
         timeout=480,
@@ -138,12 +144,17 @@ def reference(tmp_path_factory) -> dict:
 
 
 @pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
-@pytest.mark.parametrize("mode", ["arctic", "arctic-lstm", "hybrid"])
+@pytest.mark.parametrize("mode", ["arctic", "arctic-lstm", "hybrid", "arctic-graphed"])
 def test_arctic_speculation_is_lossless_fp32(cuda, tmp_path, mode, reference):
     ref = reference
     spec = _generate(mode, tmp_path)
     print(f"\n[{mode} lossless] accepted draft tokens: {spec['accepted']:.0f}")
+    print(f"[{mode} lossless] proposal graphs: {spec['graphs']}")
     assert spec["accepted"] > 0, f"{mode}: no draft token was ever accepted; it did not run"
+    if mode.endswith("-graphed"):
+        assert spec["graphs"]["replays"] > 0 and spec["graphs"]["eager"] == 0
+    else:
+        assert spec["graphs"].get("replays", 0) == 0
     identical, ties, bad = 0, [], []
     for i, (a, b) in enumerate(zip(ref["ids"], spec["ids"])):
         assert len(a) == len(b)

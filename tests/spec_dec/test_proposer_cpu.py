@@ -231,3 +231,33 @@ def test_runner_patch_leaves_other_methods_to_vllm(reverted_patches, monkeypatch
     # The text is 789789789: its suffix 789789 matched at the start continues with 789,
     # and the text ends there.
     assert out == [[7, 8, 9]]
+
+
+def test_graphs_follow_the_engines_cuda_graph_setting(make_proposer):
+    import copy
+
+    from vllm.config import CUDAGraphMode
+
+    from arctic_inference.vllm.spec_dec.graphs import graphs_wanted
+
+    cfg = make_proposer(num_speculative_tokens=3).vllm_config
+
+    def variant(**parts):
+        """A copy of the engine's config with some of its sub-configs' fields changed."""
+        out = copy.copy(cfg)
+        for part, fields in parts.items():
+            sub = copy.copy(getattr(cfg, part))
+            for name, value in fields.items():
+                object.__setattr__(sub, name, value)
+            object.__setattr__(out, part, sub)
+        return out
+
+    graphed = {"cudagraph_mode": CUDAGraphMode.FULL_AND_PIECEWISE}
+    assert graphs_wanted(variant(compilation_config=graphed))
+    assert not graphs_wanted(
+        variant(compilation_config=graphed, model_config={"enforce_eager": True})
+    )
+    assert not graphs_wanted(variant(compilation_config={"cudagraph_mode": CUDAGraphMode.NONE}))
+    assert not graphs_wanted(
+        variant(compilation_config=graphed, parallel_config={"tensor_parallel_size": 2})
+    )

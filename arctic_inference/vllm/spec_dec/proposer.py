@@ -8,6 +8,8 @@ step and the hidden states of the rows that sampled them. Per request:
   no draft;
 * the speculator reads the hidden state that produced the request's last
   sampled token and that token, and drafts up to ``arctic_draft_tokens``;
+* drafting replays a CUDA graph per padded batch size and draft length where
+  the engine uses CUDA graphs (:mod:`.graphs`);
 * with ``disable_by_batch_size`` set, a step with that many requests or more
   gets no drafts at all (verification would cost more than it saves);
 * in hybrid mode the suffix cache drafts first, each request takes the draft
@@ -29,6 +31,7 @@ import numpy as np
 import torch
 from vllm.logger import init_logger
 
+from arctic_inference.vllm.spec_dec.graphs import GraphedProposals, graphs_wanted
 from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens, is_hybrid
 
 logger = init_logger(f"vllm.{__name__}")
@@ -129,6 +132,11 @@ class ArcticProposer:
         with set_current_vllm_config(draft):
             self.model = get_model(vllm_config=draft, model_config=draft.model_config)
         self.model_dtype = next(self.model.parameters()).dtype
+        model = self.model
+        self.graphs = GraphedProposals(
+            lambda tokens, hidden, n: model.generate_proposals(tokens, hidden, n),
+            enabled=graphs_wanted(self.vllm_config),
+        )
         logger.info(
             "Arctic speculator %s loaded: drafts %d tokens per step%s.",
             type(self.model).__name__,
@@ -156,7 +164,7 @@ class ArcticProposer:
         last = torch.tensor(
             [sampled_token_ids[i][-1] for i in plan.rows], device=hidden.device, dtype=torch.long
         )
-        drafts = self.model.generate_proposals(last, hidden, plan.max_len).cpu().numpy()
+        drafts = self.graphs(last, hidden, plan.max_len).cpu().numpy()
         return {i: drafts[j, :n].tolist() for j, (i, n) in enumerate(zip(plan.rows, plan.lengths))}
 
     def propose(
