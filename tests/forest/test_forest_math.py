@@ -231,3 +231,23 @@ def test_a_grouped_prefix_never_reaches_past_computed_tokens():
         assert all(group.prefix_blocks * BLOCK <= batch["computed"][r] for r in group.requests)
     # All four sharing 2 blocks saves 3 * 2 reads; the other three sharing 4 saves 2 * 4.
     assert [(g.requests, g.prefix_blocks) for g in grouping.groups] == [(tuple(members[1:]), 4)]
+
+
+def test_upload_returns_every_array_with_its_shape_and_values():
+    import numpy as np
+    import torch
+
+    from arctic_inference.vllm.attention.plan import upload
+
+    arrays = [
+        np.array([3, 1, 2], dtype=np.int32),
+        np.arange(12, dtype=np.int64).reshape(3, 4) * -5,
+        np.zeros(0, dtype=np.int32),
+        np.array([[7]], dtype=np.int32),
+    ]
+    got = upload(arrays, torch.device("cpu"))
+    assert [tuple(t.shape) for t in got] == [(3,), (3, 4), (0,), (1, 1)]
+    assert all(t.dtype == torch.int64 for t in got)
+    for tensor, array in zip(got, arrays):
+        assert tensor.tolist() == array.tolist()
+    assert upload([], torch.device("cpu")) == []

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from arctic_inference.vllm.attention.grouping import ForestGrouping
 
-__all__ = ["ForestPlan", "HostIndex", "build_forest_plan", "host_index"]
+__all__ = ["ForestPlan", "HostIndex", "build_forest_plan", "host_index", "upload"]
 
 
 @dataclasses.dataclass
@@ -76,6 +77,32 @@ def host_index(
     return HostIndex(prefix_blocks, token_index, cu, group_blocks, prefix_table)
 
 
+def upload(arrays: Sequence[np.ndarray], device: torch.device) -> list[torch.Tensor]:
+    """The host arrays on ``device`` as int64 tensors of their shapes, through one copy.
+
+    A copy from pageable host memory first waits for all queued GPU work (CUDA's rule
+    for pageable host-to-device transfers), so one small copy per array stalled the
+    host every step until the GPU had drained, losing the overlap of the next step's
+    preparation with this step's kernels. One pinned buffer copied without blocking
+    keeps the host ahead; PyTorch's pinned-memory cache does not hand the buffer out
+    again before the copy has finished.
+    """
+    flat_host = torch.from_numpy(
+        np.concatenate([np.asarray(a, dtype=np.int64).reshape(-1) for a in arrays])
+        if arrays
+        else np.zeros(0, dtype=np.int64)
+    )
+    if device.type == "cuda":
+        flat = flat_host.pin_memory().to(device, non_blocking=True)
+    else:
+        flat = flat_host.to(device)
+    out, start = [], 0
+    for array in arrays:
+        out.append(flat[start : start + array.size].view(array.shape))
+        start += array.size
+    return out
+
+
 def build_forest_plan(
     grouping: ForestGrouping,
     *,
@@ -86,35 +113,34 @@ def build_forest_plan(
     max_seq_len: int,
     block_size: int,
 ) -> ForestPlan:
-    """Build the plan; CPU index work here, device tensors follow ``block_table``."""
+    """Build the plan; CPU index work here, one upload, device tensors follow ``block_table``."""
     device = block_table.device
     num_reqs = grouping.num_reqs
     host = host_index(grouping, query_start_loc_cpu, block_table_cpu)
     prefix_blocks = host.prefix_blocks
     max_blocks = int(host.group_blocks.max(initial=0))
+    shift, token_index, cu_seqlens, group_blocks, prefix_table = upload(
+        [prefix_blocks, host.token_index, host.cu_seqlens, host.group_blocks, host.prefix_table],
+        device,
+    )
 
     width = block_table.shape[1]
-    shift = torch.from_numpy(prefix_blocks.astype(np.int64)).to(device)
     # Columns past the row's end repeat its last entry: the kernel reads only the
     # blocks that ``suffix_seqused_k`` covers, so the padding is never touched.
     columns = (
         torch.arange(width, device=device, dtype=torch.int64)[None, :] + shift[:, None]
     ).clamp_(max=width - 1)
     shifted = torch.gather(block_table[:num_reqs], 1, columns)
-    prefix_len = torch.from_numpy((prefix_blocks * block_size).astype(np.int32)).to(device)
-
-    def to_device(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-        return torch.from_numpy(array).to(device=device, dtype=dtype)
 
     return ForestPlan(
         num_groups=len(grouping.groups),
-        prefix_token_index=to_device(host.token_index, torch.int64),
-        prefix_cu_seqlens_q=to_device(host.cu_seqlens, torch.int32),
-        prefix_seqused_k=to_device(host.group_blocks.astype(np.int32) * block_size, torch.int32),
-        prefix_block_table=to_device(host.prefix_table, torch.int32),
+        prefix_token_index=token_index,
+        prefix_cu_seqlens_q=cu_seqlens.to(torch.int32),
+        prefix_seqused_k=(group_blocks * block_size).to(torch.int32),
+        prefix_block_table=prefix_table.to(torch.int32),
         max_prefix_query_len=int(np.diff(host.cu_seqlens).max(initial=0)),
         max_prefix_kv_len=max_blocks * block_size,
         suffix_block_table=shifted.to(torch.int32).contiguous(),
-        suffix_seqused_k=(seq_lens[:num_reqs] - prefix_len).to(torch.int32),
+        suffix_seqused_k=(seq_lens[:num_reqs] - shift * block_size).to(torch.int32),
         max_suffix_kv_len=int(max_seq_len),
     )
