@@ -206,8 +206,12 @@ WORKER_FEATURES: tuple[Feature, ...] = (
     Feature(
         name="forest-cascade-attn",
         summary="Forest Cascade Attention in the fork: each prefix group's shared blocks "
-        "read once (host block tables recorded only with a forest config)",
-        patches=("arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",),
+        "read once; grouped steps run piecewise graphs, others keep full graphs "
+        "(host block tables recorded only with a forest config)",
+        patches=(
+            "arctic_inference.vllm.attention.host_tables:BlockTableHostPatch",
+            "arctic_inference.vllm.attention.dispatch:ForestStepDispatchPatch",
+        ),
         args=(forest_config.FOREST_CASCADE_ATTN_CONFIGS,),
         enabled=forest_config.forest_on,
     ),

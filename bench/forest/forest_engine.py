@@ -26,8 +26,9 @@ INDEX_KERNELS = ("index", "gather")
 
 def engine_kwargs(config: str, model: str, cudagraph_mode: str | None, gpu_util: float) -> dict:
     arctic = {"forest_cascade_attn_configs": "{}"} if config == "forest" else {}
-    # Forest groups only without full CUDA graphs; the others keep vLLM's default unless told.
-    mode = cudagraph_mode or ("PIECEWISE" if config == "forest" else None)
+    # Every configuration runs vLLM's default graphs unless told: forest's grouped steps
+    # run piecewise inside an engine with full graphs (arctic_inference.vllm.attention.dispatch).
+    mode = cudagraph_mode
     kwargs = dict(
         model=model,
         attention_backend="FLASH_ATTN",

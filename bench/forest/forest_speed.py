@@ -221,7 +221,7 @@ def main() -> int:
     parser.add_argument(
         "--cudagraph-mode",
         default=None,
-        help="one mode for every configuration (default: forest PIECEWISE, others vLLM's)",
+        help="one mode for every configuration (default: vLLM's)",
     )
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--runs", type=Path, default=HERE / "runs")

@@ -17,11 +17,13 @@ def _is_dunder(name: str) -> bool:
 
 @register_check(codes=["RK401"])
 def check_parallel_implementations(ctx: ScanContext) -> Iterator[Finding]:
-    seen: set[str] = set()
+    # One finding per patch, not per class: each patch's own members are what the twin
+    # routes around, and each can be suppressed (or fixed) on its own.
+    seen: set[tuple[str, str]] = set()
     for patch in ctx.corpus.patches:
-        if not patch.target or patch.target in seen:
+        if not patch.target or (patch.target, patch.name) in seen:
             continue
-        seen.add(patch.target)
+        seen.add((patch.target, patch.name))
         target = ctx.new.resolve(patch.target)
         if target is None or target.kind != "class":
             continue

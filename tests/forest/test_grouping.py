@@ -152,7 +152,7 @@ def test_prefixes_are_whole_computed_blocks_only():
         ({"num_reqs": 7}, "fewer than 8 requests"),
         ({"causal": False}, "attention is not causal"),
         ({"dcp_world_size": 2}, "decode context parallelism is on"),
-        ({"full_cuda_graph": True}, "full CUDA graphs are on"),
+        ({"full_cuda_graph": True}, "the step runs a full CUDA graph"),
         ({"sliding_window": True}, "sliding-window attention"),
         ({"max_query_len": 17}, "a query is longer than max_query_len=16"),
     ],

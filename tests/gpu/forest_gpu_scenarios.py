@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--config", choices=["flash", "flash-cascade", "forest"], required=True)
     parser.add_argument("--prompt-len", type=int, default=1024)
     parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--cudagraph-mode", default="PIECEWISE")
     args = parser.parse_args()
 
     from vllm import LLM, SamplingParams
@@ -59,8 +60,8 @@ def main() -> None:
         gpu_memory_utilization=0.6,
         seed=0,
         additional_config={"arctic": arctic},
-        # Forest needs full CUDA graphs off; every config uses the same graphs.
-        compilation_config={"cudagraph_mode": "PIECEWISE"},
+        # Every config uses the same graphs; forest's grouped steps run piecewise.
+        compilation_config={"cudagraph_mode": args.cudagraph_mode},
     )
     params = SamplingParams(
         n=1, temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True, logprobs=TOP

@@ -261,3 +261,35 @@ def test_greedy_rollouts_match_flash_attn_or_diverge_no_more_than_vllms_cascade(
     assert comparison.agreed_delta <= cascade.agreed_delta
     wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
     assert not wide, (widest, wide)
+
+
+def test_forest_in_an_engine_with_full_graphs_runs_grouped_steps_piecewise(
+    upstream_runs, forest_run, vllm_cascade_run
+):
+    """With full CUDA graphs on, the runner rules them out for the steps forest groups
+    (and only those): forest must still run, and its rollouts must stay as close to
+    FLASH_ATTN as the piecewise forest engine is (same tie rule as above)."""
+    full = _run(
+        "forest-full",
+        "--model",
+        str(MODELS / "small-llama"),
+        "--config",
+        "forest",
+        "--cudagraph-mode",
+        "FULL_AND_PIECEWISE",
+    )
+    assert full["backends"] == [FORK]
+    flash_a, flash_b = (run["rollouts"] for run in upstream_runs)
+    for workload in ("rollouts", "one_prefix"):
+        assert full[workload]["forest_planned_steps"] > 0, workload
+    comparison = greedy_compare.compare(flash_a, full["rollouts"])
+    piecewise = greedy_compare.compare(flash_a, forest_run["rollouts"])
+    cascade = greedy_compare.compare(upstream_runs[0]["one_prefix"], vllm_cascade_run["one_prefix"])
+    print(f"rollouts, forest with full graphs vs FLASH_ATTN: {comparison.summary()}")
+    print(f"rollouts, forest piecewise vs FLASH_ATTN: {piecewise.summary()}")
+    if comparison.identical_share >= _share(flash_a, flash_b):
+        return
+    assert cascade.divergences, "vLLM's cascade matched FLASH_ATTN exactly: no baseline gap"
+    widest = max(cascade.gaps())
+    wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
+    assert not wide, (widest, wide)

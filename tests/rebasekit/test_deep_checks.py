@@ -108,3 +108,28 @@ def test_same_tree_has_no_deep_drift():
     result = scan_plugin(str(OLD), old=str(OLD), plugin=PLUGIN, select=["RK3", "RK4"])
     # at the pin the plugin was written for, only the undeclared fork remains
     assert {f.code for f in result.findings} == {"RK404"}
+
+
+def test_rk401_is_reported_for_every_patch_of_the_bypassed_class(tmp_path):
+    from deep_helpers import copy_fixtures
+
+    fx = copy_fixtures(tmp_path)
+    (fx / "plugin" / "deepplug" / "runner_extra.py").write_text(
+        "from arctic_inference.patching import ArcticPatch\n"
+        "from vllm.worker.runner import Runner\n\n\n"
+        "class RunnerExtraPatch(ArcticPatch[Runner]):\n"
+        "    _orig_execute = Runner.execute\n\n"
+        "    def execute(self, batch):\n"
+        "        return RunnerExtraPatch._orig_execute(self, batch)\n"
+    )
+    result = scan_plugin(
+        str(fx / "upstream_new"),
+        old=str(fx / "upstream_old"),
+        plugin=fx / "plugin" / "deepplug",
+        select=["RK401"],
+    )
+    found = {f.details["patch"]: f for f in _by(result.findings, "RK401")}
+    # Each patch is routed around on its own; one finding per class would hide the second.
+    assert set(found) == {"RunnerPatch", "RunnerExtraPatch"}
+    assert found["RunnerExtraPatch"].plugin.path.endswith("runner_extra.py")
+    assert "execute" in found["RunnerExtraPatch"].message

@@ -84,7 +84,7 @@ def ineligible_reason(
     if dcp_world_size > 1:
         return "decode context parallelism is on"
     if full_cuda_graph:
-        return "full CUDA graphs are on"
+        return "the step runs a full CUDA graph"
     if sliding_window:
         return "sliding-window attention"
     if max_query_len > config.max_query_len:

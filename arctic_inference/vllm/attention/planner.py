@@ -5,6 +5,13 @@ feature is off). Per step it takes vLLM's ``CommonAttentionMetadata``, applies t
 eligibility rules, groups the block table and builds the plan; any ``None`` means the
 step runs the upstream path unchanged.
 
+Full CUDA graphs: a step replayed from a full graph never runs the attention layers in
+Python, so a plan would be ignored there. In an engine with full graphs the model
+runner asks :meth:`ForestPlanner.would_group` before it picks the step's graph mode
+(:mod:`.dispatch`); a step that will be grouped is run with piecewise graphs, as vLLM
+does for its own cascade attention, and marked, and only a marked step is planned.
+Steps that do not group keep their full graphs.
+
 Host inputs: query lengths come from ``query_start_loc_cpu`` and computed tokens from
 ``seq_lens_cpu_upper_bound`` (exact without speculative decoding, which is therefore
 ineligible). The block table comes from the model runner's host copy
@@ -48,6 +55,9 @@ class ForestPlanner:
         self.sliding_window = sliding_window
         self.speculative = speculative
         self.last_reason: str | None = None  # why the last step was not grouped
+        # Full-graph engines: the request count of the step the runner dispatched
+        # with piecewise graphs because it will be grouped (see the module doc).
+        self.marked_reqs: int | None = None
 
     @classmethod
     def for_builder(cls, builder: Any) -> ForestPlanner | None:
@@ -56,14 +66,6 @@ class ForestPlanner:
         if config is None:
             return None
         spec = builder.kv_cache_spec
-        if builder.use_full_cuda_graph:
-            from vllm.logger import init_logger
-
-            init_logger(f"vllm.{__name__}").warning(
-                "Forest Cascade Attention is configured but full CUDA graphs are on, so no "
-                "batch will be grouped; start with compilation_config="
-                '{"cudagraph_mode": "PIECEWISE"} to use it.'
-            )
         return cls(
             config,
             block_size=builder.block_size,
@@ -74,19 +76,54 @@ class ForestPlanner:
             speculative=builder.vllm_config.speculative_config is not None,
         )
 
-    def plan(self, common: Any) -> ForestPlan | None:
-        """The plan for one step's ``CommonAttentionMetadata``, or None (upstream path)."""
+    def _reason(
+        self, *, num_reqs: int, max_query_len: int, causal: object, full_graph_step: bool
+    ) -> str | None:
         reason = ineligible_reason(
-            num_reqs=common.num_reqs,
-            max_query_len=common.max_query_len,
-            causal=common.causal,
+            num_reqs=num_reqs,
+            max_query_len=max_query_len,
+            causal=causal,
             dcp_world_size=self.dcp_world_size,
-            full_cuda_graph=self.full_cuda_graph,
+            full_cuda_graph=full_graph_step,
             sliding_window=self.sliding_window,
             config=self.config,
         )
         if reason is None and self.speculative:
             reason = "speculative decoding (computed tokens are only an upper bound)"
+        return reason
+
+    def would_group(
+        self, query_lens: np.ndarray, computed: np.ndarray, block_table_cpu: np.ndarray
+    ) -> bool:
+        """Whether a step with these host inputs will be grouped (the runner's question)."""
+        num_reqs = int(query_lens.shape[0])
+        max_query_len = int(query_lens.max(initial=0))
+        # The question is whether it would group when run with piecewise graphs.
+        reason = self._reason(
+            num_reqs=num_reqs, max_query_len=max_query_len, causal=True, full_graph_step=False
+        )
+        if reason is not None:
+            return False
+        computed = np.asarray(computed, dtype=np.int64)
+        columns = int(computed.max(initial=0)) // self.block_size
+        if columns < 1:
+            return False
+        table = block_table_cpu[:num_reqs, :columns]
+        return find_prefix_groups(table, computed, self.block_size, self.config) is not None
+
+    def mark_step(self, num_reqs: int) -> None:
+        """The runner dispatched this step with piecewise graphs so that it can be grouped."""
+        self.marked_reqs = num_reqs
+
+    def plan(self, common: Any) -> ForestPlan | None:
+        """The plan for one step's ``CommonAttentionMetadata``, or None (upstream path)."""
+        marked, self.marked_reqs = self.marked_reqs, None
+        reason = self._reason(
+            num_reqs=common.num_reqs,
+            max_query_len=common.max_query_len,
+            causal=common.causal,
+            full_graph_step=self.full_cuda_graph and marked != common.num_reqs,
+        )
         host_lens = common.seq_lens_cpu_upper_bound
         if reason is None and (host_lens is None or host_lens.shape[0] < common.num_reqs):
             reason = "no host copy of the sequence lengths"

@@ -179,6 +179,7 @@ class AttentionSPPatch(ArcticPatch[Attention]):
         return exchange(query, key, value, attend)
 
 
+# rebasekit: ignore[RK401] the plugin forces the V1 runner (runner_choice.force_v1_model_runner)
 class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
     """Run each step in its layout; in the SP layout each rank runs a block of tokens."""
 
