@@ -123,7 +123,9 @@ class GraphedProposals:
             self.propose(tokens, hidden, n)
         torch.cuda.current_stream(like.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
+        # thread_local: work other threads of the engine queue meanwhile (output copies)
+        # must not invalidate this capture.
+        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             drafts = self.propose(tokens, hidden, n)
         self._pool = graph.pool()
         return CapturedProposal(graph, tokens, hidden, drafts)
