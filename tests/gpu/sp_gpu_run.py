@@ -1,6 +1,7 @@
 """One engine for the sequence-parallel GPU test: greedy float32 tokens as JSON.
 
 Usage: python sp_gpu_run.py --tp N --sp M   (run with ARCTIC_INFERENCE_ENABLED=1)
+       python sp_gpu_run.py --tp N --sp 1 --no-arctic-config   (plugin off: no arctic keys)
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tp", type=int, required=True)
     parser.add_argument("--sp", type=int, required=True)
+    parser.add_argument("--no-arctic-config", action="store_true")
     args = parser.parse_args()
+    arctic = {} if args.no_arctic_config else {"ulysses_sequence_parallel_size": args.sp}
 
     from vllm import LLM, SamplingParams
 
@@ -33,7 +36,7 @@ def main() -> None:
         enforce_eager=True,
         enable_prefix_caching=False,
         gpu_memory_utilization=0.5,
-        additional_config={"arctic": {"ulysses_sequence_parallel_size": args.sp}},
+        additional_config={"arctic": arctic} if arctic else {},
     )
     outputs = llm.generate(PROMPTS, SamplingParams(temperature=0.0, max_tokens=32))
     print(json.dumps({"token_ids": [list(o.outputs[0].token_ids) for o in outputs]}))

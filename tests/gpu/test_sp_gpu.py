@@ -1,7 +1,9 @@
-"""Sequence parallelism on two GPUs: greedy float32 tokens of SP=2 equal TP=2's.
+"""Sequence parallelism on the GPU: greedy float32 tokens of SP=2 equal TP=2's.
 
-Needs two CUDA devices (the nvidia-h200-x2 kind); skipped with the reason otherwise.
-Each engine runs in its own process (sp_gpu_run.py), the plugin on in both.
+The SP=2 test needs two CUDA devices (the nvidia-h200-x2 kind) and is skipped with the
+reason otherwise; the SP=1 test runs on one GPU: with the size given explicitly as 1
+the plugin must leave the engine exactly as vLLM's own. Each engine runs in its own
+process (sp_gpu_run.py).
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ needs_two = pytest.mark.skipif(
 )
 
 
-def run_engine(tp: int, sp: int) -> list[list[int]]:
+def run_engine(tp: int, sp: int, plugin: bool = True) -> list[list[int]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     existing = env.get("PYTHONPATH")
     env.update(
-        ARCTIC_INFERENCE_ENABLED="1",
+        ARCTIC_INFERENCE_ENABLED="1" if plugin else "0",
         HF_HUB_OFFLINE="1",
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join([str(REPO)] + ([existing] if existing else [])),
@@ -43,7 +45,8 @@ def run_engine(tp: int, sp: int) -> list[list[int]]:
     if "ARCTIC_GPU_TEST_MODEL" in os.environ:
         env["ARCTIC_GPU_TEST_MODEL"] = os.environ["ARCTIC_GPU_TEST_MODEL"]
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "--tp", str(tp), "--sp", str(sp)],
+        [sys.executable, str(RUNNER), "--tp", str(tp), "--sp", str(sp)]
+        + ([] if plugin else ["--no-arctic-config"]),
         env=env,
         capture_output=True,
         text=True,
@@ -62,3 +65,11 @@ def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
     print("SP=2:", sp2)
     assert len(tp2) == 4 and all(len(t) == 32 for t in tp2)
     assert sp2 == tp2
+
+
+@pytest.mark.skipif(_gpus() < 1, reason="needs a CUDA GPU")
+def test_sp1_is_vllms_own_engine() -> None:
+    plain = run_engine(tp=1, sp=1, plugin=False)
+    sp1 = run_engine(tp=1, sp=1)
+    assert len(plain) == 4 and all(len(t) == 32 for t in plain)
+    assert sp1 == plain
