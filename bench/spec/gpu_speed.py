@@ -18,9 +18,10 @@ drafts; draft acceptance = accepted / drafted); for the arctic engines the
 proposer's own time per call (``ArcticProposer.timing``).
 
 vLLM 0.26.0's built-in ``mlp_speculator`` cannot be the anchor row: its V1 model
-runner has no proposer for that method (the ``MLPSpeculatorPreTrainedModel``
-entry of the model registry is commented out and ``GPUModelRunner`` raises
-"Unknown speculative decoding method"), so there is no vLLM number to compare.
+runner has no proposer for that method (``GPUModelRunner`` raises "Unknown
+speculative decoding method"), the ``MLPSpeculatorPreTrainedModel`` entry of the
+model registry is commented out, and the model class keeps only ``__init__`` and
+``load_weights`` (no proposal loop), so there is no vLLM number to compare.
 
     python bench/spec/gpu_speed.py --model /opt/models/copy-llama \\
         --mlp /tmp/spec/copy-mlp --lstm /tmp/spec/copy-lstm --out bench/spec/gpu_copy.json
