@@ -166,6 +166,16 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
     return out
 
 
+def _complete(rows: list[dict], row: dict, names: list[str]) -> bool:
+    """Whether every configuration has a row for this row's workload and repetition."""
+    got = {r["config"] for r in rows if r["workload"] == row["workload"] and r["rep"] == row["rep"]}
+    return got >= set(names)
+
+
+def _measured(rows: list[dict], workloads: dict) -> dict:
+    return {w: b for w, b in workloads.items() if any(r["workload"] == w for r in rows)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--serve", nargs=3, metavar=("MODEL", "SPEC", "UTIL"), help=argparse.SUPPRESS)
@@ -205,7 +215,18 @@ def main(argv: list[str] | None = None) -> int:
         for n, c in configs.items()
     }
     names = list(engines)
-    rows = []
+    rows: list[dict] = []
+
+    def write_report() -> dict:
+        """Written after every repetition, so a call cut short keeps what it measured."""
+        done = [r for r in rows if _complete(rows, r, names)]
+        report = {"args": {k: str(v) for k, v in vars(args).items()}, "configs": configs,
+                  "rows": rows, "summary": summarise(done, names, _measured(done, workloads))}  # fmt: skip
+        tmp = args.out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(report, indent=2))
+        tmp.replace(args.out)
+        return report
+
     try:
         for wl, batch in workloads.items():
             cmd = dict(batch=batch, prompt_len=args.prompt_len, max_tokens=args.max_tokens, seed=0)
@@ -220,12 +241,11 @@ def main(argv: list[str] | None = None) -> int:
                         f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s",
                         flush=True,
                     )
+                write_report()
     finally:
         for e in engines.values():
             e.close()
-    report = {"args": {k: str(v) for k, v in vars(args).items()}, "configs": configs,
-              "rows": rows, "summary": summarise(rows, names, workloads)}  # fmt: skip
-    args.out.write_text(json.dumps(report, indent=2))
+    report = write_report()
     for key, s in report["summary"].items():
         print(key, json.dumps(s))
     return 0

@@ -62,3 +62,16 @@ def test_no_prompt_is_served_twice_across_rounds_and_repetitions():
             for p in gpu_speed.prompts_for(348, 4, 32, gpu_speed.round_seed(rep_seed, k)):
                 seen.add(tuple(p))
     assert len(seen) == 3 * 50 * 4
+
+
+def test_a_repetition_cut_short_is_left_out_of_the_summary():
+    names = ["none", "arctic-mlp"]
+    rows = [
+        _row("one", "none", 0, 100), _row("one", "arctic-mlp", 0, 200),
+        _row("one", "none", 1, 100),  # rep 1 cut before arctic-mlp ran
+    ]  # fmt: skip
+    done = [r for r in rows if gpu_speed._complete(rows, r, names)]
+    assert [(r["config"], r["rep"]) for r in done] == [("none", 0), ("arctic-mlp", 0)]
+    summary = gpu_speed.summarise(done, names, gpu_speed._measured(done, gpu_speed.WORKLOADS))
+    assert set(summary) == {"one/none", "one/arctic-mlp"}
+    assert summary["one/arctic-mlp"]["speedup_median"] == 2.0
