@@ -225,6 +225,17 @@ define(
     "the class reads it, so the replacement must assign it too.",
 )
 
+define(
+    "RK313",
+    W,
+    "config-default-changed",
+    "A plugin class reads an upstream config field (or compares against members of the "
+    "enum it holds) whose dataclass default, or the value a config's __post_init__ "
+    "assigns it, changed between the pins: with the same settings the plugin now runs "
+    "another path. The finding names the field, its old and new values and the "
+    "upstream place.",
+)
+
 # -- RK4xx: bypassed, mirrored and forked code ----------------------------------------
 define(
     "RK401",

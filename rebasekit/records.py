@@ -605,6 +605,44 @@ class ParallelImplementation(Record):
 
 
 @dataclass(frozen=True)
+class ConfigDefaultChanged(Record):
+    code: ClassVar[str] = "RK313"
+    target: str = ident()  # qualname of the upstream config class
+    attribute: str = ident()  # the config field
+    owner: str = ""  # the plugin class (or function) that reads it
+    readers: tuple[str, ...] = ()  # its methods that read it
+    read_as: str = ""  # the first read, as written
+    old_default: str | None = None
+    new_default: str | None = None
+    added: tuple[str, ...] = ()  # values finalisation assigns at NEW only
+    removed: tuple[str, ...] = ()  # values it assigned at OLD only
+    assigned_in: tuple[str, ...] = ()  # the finalisers assigning it at NEW
+    old_version: str | None = None
+    new_version: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        field_name = f"{self.target.rsplit('.', 1)[-1]}.{self.attribute}"
+        where = ", ".join(q(r) for r in self.readers) or q(self.owner)
+        text = f"{where} read{'s' if len(self.readers) < 2 else ''} {q(field_name)} ({q(self.read_as)}), whose "
+        changes: list[str] = []
+        if self.old_default != self.new_default:
+            changes.append(
+                f"default changed from {q(str(self.old_default))} to {q(str(self.new_default))}"
+            )
+        if self.added or self.removed:
+            part = (
+                f"value assigned in {', '.join(q(a) for a in self.assigned_in) or '__post_init__'}"
+            )
+            if self.added:
+                part += " now includes " + ", ".join(q(a) for a in self.added)
+            if self.removed:
+                part += (" and" if self.added else "") + " no longer includes "
+                part += ", ".join(q(r) for r in self.removed)
+            changes.append(part)
+        return text + "; ".join(changes) + f" between {self.old_version} and {self.new_version}"
+
+
+@dataclass(frozen=True)
 class BaseBodyChanged(Record):
     code: ClassVar[str] = "RK402"
     upstream: str = ident()  # qualname of the upstream definition at NEW

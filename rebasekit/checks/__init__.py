@@ -25,6 +25,7 @@ CHECK_MODULES: list[str] = [
     "captures",
     "callers",
     "copies",
+    "configs",
 ]
 
 __all__ = ["CHECK_MODULES", "Check", "all_checks", "code_selected", "register_check"]

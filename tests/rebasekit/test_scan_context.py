@@ -87,6 +87,7 @@ def test_pairwise_checks_find_nothing_at_old_so_skipping_them_there_is_safe():
         "RK310",
         "RK311",
         "RK312",
+        "RK313",
         "RK402",
         "RK405",
     }
