@@ -236,6 +236,16 @@ define(
     "upstream place.",
 )
 
+define(
+    "RK314",
+    W,
+    "positional-argument-shifted",
+    "A plugin call into upstream (also through an attribute holding an upstream object, "
+    "'self.proc(...)' built as 'self.proc = Processor(...)') passes an argument by "
+    "position into a parameter upstream removed between the pins. The call still binds, "
+    "so nothing fails: the value now fills the next parameter.",
+)
+
 # -- RK4xx: bypassed, mirrored and forked code ----------------------------------------
 define(
     "RK401",
@@ -268,6 +278,16 @@ define(
     "A plugin module shares most definitions (names and bodies) with one upstream "
     "file but declares no fork; it is checked as a fork of the old pin and the "
     "declaration to add is suggested.",
+)
+
+define(
+    "RK406",
+    W,
+    "copied-class-signature-drift",
+    "A plugin class copies an upstream class without inheriting from it (its name is the "
+    "upstream name with words inserted, it defines the same methods); a method whose "
+    "parameters matched the upstream method's at OLD no longer matches at NEW, where "
+    "upstream callers pass the new parameters.",
 )
 
 # -- drift kinds read from upstream's own definitions and call sites -------------------

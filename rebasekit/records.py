@@ -391,8 +391,8 @@ class CallNoLongerBinds(Record):
     positional: int = ident()
     keywords: tuple[str, ...] = ident()
     callee: str = ""  # qualname it resolves to at NEW
-    call_kind: str = "call"  # "constructor" | "orig" | "super" | "call"
-    via: str | None = None  # the ``_orig_`` alias called through
+    call_kind: str = "call"  # "constructor" | "orig" | "super" | "attribute" | "call"
+    via: str | None = None  # the ``_orig_`` alias (or ``self.X`` attribute) called through
     tree: str = ""
     problems: tuple[str, ...] = ()
     upstream_signature: str = ""
@@ -408,6 +408,8 @@ class CallNoLongerBinds(Record):
             name = self.callee.rsplit(".", 1)[-1]
             return f"constructor call {q(name + '(...)')} ({q(self.callee + '.__init__')})"
         if self.call_kind == "orig":
+            return f"call through {q(self.via or '')} to {q(self.callee)}"
+        if self.call_kind == "attribute":
             return f"call through {q(self.via or '')} to {q(self.callee)}"
         if self.call_kind == "super":
             return f"super() call to {q(self.callee)}"
@@ -640,6 +642,51 @@ class ConfigDefaultChanged(Record):
                 part += ", ".join(q(r) for r in self.removed)
             changes.append(part)
         return text + "; ".join(changes) + f" between {self.old_version} and {self.new_version}"
+
+
+@dataclass(frozen=True)
+class PositionalArgumentShifted(Record):
+    code: ClassVar[str] = "RK314"
+    callee: str = ident()  # qualname of the upstream function at NEW
+    param: str = ident()  # the removed parameter the argument filled at OLD
+    caller: str = ""  # the plugin function making the call
+    position: int = 0  # 0-based among the positional arguments after any bound receiver
+    lands_in: str = ""  # the NEW parameter that position fills
+    old_tree: str = ""
+    tree: str = ""
+    old_signature: str = ""
+    new_signature: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.caller)} passes argument {self.position + 1} of {q(self.callee)}(...) by "
+            f"position into {q(self.param)}, which upstream removed between {self.old_tree} "
+            f"and {self.tree} ({q(self.old_signature)} -> {q(self.new_signature)}); that "
+            f"argument now fills {q(self.lands_in)}"
+        )
+
+
+@dataclass(frozen=True)
+class CopiedClassSignatureDrift(Record):
+    code: ClassVar[str] = "RK406"
+    upstream: str = ident()  # qualname of the upstream method at NEW
+    method: str = ident()  # the plugin copy, ``Class.method``
+    param: str = ident()  # the parameter that changed ("" when only the order did)
+    change: str = ""  # "removed" | "added" | "reordered"
+    old_signature: str = ""
+    new_signature: str = ""
+    old_tree: str = ""
+    tree: str = ""
+
+    def wording(self, q: Quote) -> str:
+        what = (
+            f"{self.change} parameter {q(self.param)}" if self.param else "reordered its parameters"
+        )
+        return (
+            f"{q(self.method)} copies {q(self.upstream)} with its {self.old_tree} parameters "
+            f"{q(self.old_signature)}; upstream {what} by {self.tree} "
+            f"({q(self.new_signature)})"
+        )
 
 
 @dataclass(frozen=True)

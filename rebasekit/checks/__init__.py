@@ -26,6 +26,8 @@ CHECK_MODULES: list[str] = [
     "callers",
     "copies",
     "configs",
+    "shifts",
+    "copiedsigs",
 ]
 
 __all__ = ["CHECK_MODULES", "Check", "all_checks", "code_selected", "register_check"]
