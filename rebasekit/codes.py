@@ -246,6 +246,16 @@ define(
     "so nothing fails: the value now fills the next parameter.",
 )
 
+define(
+    "RK315",
+    W,
+    "instance-attribute-wrapped",
+    "A patch reaches into 'self.X' (reads or sets an attribute of it) and upstream now "
+    "also assigns 'self.X = Wrapper(self.X, ...)', which OLD never did: on that path the "
+    "patch works on the wrapper. The finding names the upstream method that unwraps it, "
+    "when the class has one.",
+)
+
 # -- RK4xx: bypassed, mirrored and forked code ----------------------------------------
 define(
     "RK401",

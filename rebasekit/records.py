@@ -579,6 +579,38 @@ class AttributeKindChanged(Record):
         )
 
 
+@dataclass(frozen=True)
+class AttributeWrapped(Record):
+    code: ClassVar[str] = "RK315"
+    target: str = ident()
+    attribute: str = ident()
+    method: str = ident(default="")
+    patch: str = ""
+    cls: str = ""  # the class's short name
+    accessors: tuple[str, ...] = ()
+    sets: bool = False  # the patch sets an attribute of it (``self.X.a = v``)
+    wrapper: str = ""  # the wrapping class as upstream writes it
+    wrap_value: str = ""
+    wrap_where: str = ""
+    unwrapped_by: str | None = None  # the upstream method handing out the wrapped object
+    old_version: str | None = None
+    new_version: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        uses = ", ".join(q("." + a) for a in self.accessors)
+        how = "sets attributes of" if self.sets else "reads"
+        text = (
+            f"{q(self.patch + '.' + self.method)} {how} {q('self.' + self.attribute)}"
+            f"{' (uses ' + uses + ')' if uses else ''}; "
+            f"at {self.new_version} {q(self.cls)} may wrap it ({q(self.wrap_value)} in "
+            f"{q(self.wrap_where)}, not at {self.old_version}), so the patch can reach the "
+            f"{q(self.wrapper)} instead"
+        )
+        if self.unwrapped_by:
+            text += f"; {q(self.unwrapped_by)} returns the unwrapped object"
+        return text
+
+
 # -- RK4xx: bypassed and mirrored code ------------------------------------------------
 @dataclass(frozen=True)
 class ParallelImplementation(Record):

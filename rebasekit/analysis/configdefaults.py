@@ -91,7 +91,7 @@ def _annotation_names(node: ast.expr) -> list[str]:
     return out
 
 
-def _resolve_in(index: CodeIndex, modname: str, name: str) -> str | None:
+def resolve_class_in(index: CodeIndex, modname: str, name: str) -> str | None:
     """Canonical qualname of ``name`` as seen from module ``modname``."""
     facts = index.module(modname)
     if facts is None:
@@ -139,7 +139,7 @@ def config_values(index: CodeIndex, package: str = "vllm") -> dict[str, FieldVal
                 continue
             sub = enum = None
             for name in _annotation_names(stmt.annotation):
-                resolved = _resolve_in(index, modname, name)
+                resolved = resolve_class_in(index, modname, name)
                 if resolved is None:
                     continue
                 if _is_enum(index, resolved):

@@ -28,6 +28,7 @@ CHECK_MODULES: list[str] = [
     "configs",
     "shifts",
     "copiedsigs",
+    "wrapped",
 ]
 
 __all__ = ["CHECK_MODULES", "Check", "all_checks", "code_selected", "register_check"]

@@ -15,3 +15,25 @@ class RunnerForLM(nn.Module):
 
     def load(self, weights):
         return weights
+
+
+class Wrapper:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, key):
+        return getattr(self.inner, key)
+
+
+class Engine:
+    def __init__(self, net):
+        self.net = net
+
+    def load(self):
+        self.net = Processor()
+        self.net = Wrapper(self.net)
+
+    def get_net(self):
+        if isinstance(self.net, Wrapper):
+            return self.net.inner
+        return self.net

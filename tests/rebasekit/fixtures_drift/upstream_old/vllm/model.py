@@ -15,3 +15,11 @@ class RunnerForLM(nn.Module):
 
     def load(self, weights):
         return weights
+
+
+class Engine:
+    def __init__(self, net):
+        self.net = net
+
+    def load(self):
+        self.net = Processor()
