@@ -230,8 +230,8 @@ define(
     W,
     "config-default-changed",
     "A plugin class reads an upstream config field (or compares against members of the "
-    "enum it holds) whose dataclass default, or the value a config's __post_init__ "
-    "assigns it, changed between the pins: with the same settings the plugin now runs "
+    "enum it holds) whose dataclass default, or the default a config's __post_init__ "
+    "fills in when it is unset, changed between the pins: with the same settings the plugin now runs "
     "another path. The finding names the field, its old and new values and the "
     "upstream place.",
 )

@@ -3,9 +3,14 @@
 vLLM's configuration is a tree of dataclasses in the ``<package>.config`` package
 (``VllmConfig.compilation_config: CompilationConfig`` ...). A field's effective value is
 its dataclass default, unless a ``__post_init__`` assigns it (``self.field = ...`` in the
-class itself, or ``self.sub_config.field = ...`` in a parent config). When a release
-changes either, code that reads the field, or branches on the enum the field holds, runs
-another path with the same user settings, though no signature changed.
+class itself, or ``self.sub_config.field = ...`` in a parent config). Only assignments
+that give a default are read: unconditional ones, and those under ``if <field> is
+None:`` (the user left it unset), of plain values (constants, enum members, dotted
+names); values set under other conditions depend on the user's settings. When a
+release changes the dataclass default or adds such a value, code that reads the
+field, or branches on the enum the field holds, runs another path with the same user
+settings, though no signature changed. A value that only disappears is not counted:
+more often it moved to a helper than went away.
 
 :func:`config_values` reads those facts from one tree; :func:`config_reads` finds where
 plugin classes read a field (``x.compilation_config.cudagraph_mode``) or compare against
@@ -173,46 +178,102 @@ def config_values(index: CodeIndex, package: str = "vllm") -> dict[str, FieldVal
     return out
 
 
+def _none_tests(test: ast.expr) -> set[str]:
+    """Dotted names ``test`` requires to be None (``x.f is None``, also inside ``and``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return set().union(*(_none_tests(v) for v in test.values))
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        name = dotted(test.left)
+        return {name} if name else set()
+    return set()
+
+
+def _plain_value(node: ast.expr, me: str) -> bool:
+    """A value that is the same whatever the other settings: a constant or a dotted name."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return True
+    name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return bool(name) and name.split(".")[0] != me
+
+
+def _default_assignments(func: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) assignments of ``func`` that set a default, not a setting-dependent value.
+
+    Unconditional ones count, and those under ``if <target> is None:`` (a field left
+    unset gets its default there), at any depth of other conditions.
+    """
+    out: list[tuple[ast.expr, ast.expr]] = []
+
+    def visit(body: list[ast.stmt], conditional: bool, unset: frozenset[str]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                visit(stmt.body, True, unset | _none_tests(stmt.test))
+                visit(stmt.orelse, True, unset)
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                visit(stmt.body, True, unset)
+                visit(stmt.orelse, True, unset)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                visit(stmt.body, conditional, unset)
+            elif isinstance(stmt, ast.Try):
+                visit(stmt.body, conditional, unset)
+                for handler in stmt.handlers:
+                    visit(handler.body, True, unset)
+                visit(stmt.orelse, conditional, unset)
+                visit(stmt.finalbody, conditional, unset)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    if not conditional or dotted(target) in unset:
+                        out.append((target, stmt.value))
+
+    visit(func.body, False, frozenset())
+    return out
+
+
 def _finaliser_assignments(
     qual: str,
     func: ast.FunctionDef,
     fields: dict[str, dict[str, tuple[str | None, str | None, str | None]]],
 ) -> list[tuple[str, str]]:
-    """(``"Class:field"``, value) for ``self.f = v`` and ``self.sub.f = v`` in ``func``."""
+    """(``"Class:field"``, value) for defaults ``func`` gives ``self.f`` or ``self.sub.f``."""
     out: list[tuple[str, str]] = []
     me = func.args.args[0].arg if func.args.args else "self"
-    for node in ast.walk(func):
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+    for target, value in _default_assignments(func):
+        chain = dotted(target) if isinstance(target, ast.Attribute) else None
+        if not chain or not _plain_value(value, me):
             continue
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            chain = dotted(target) if isinstance(target, ast.Attribute) else None
-            if not chain:
-                continue
-            parts = chain.split(".")
-            if parts[0] != me:
-                continue
-            owner = qual
-            for attr in parts[1:-1]:
-                sub = fields.get(owner, {}).get(attr)
-                if sub is None or sub[1] is None:
-                    owner = ""
-                    break
-                owner = sub[1]
-            if owner and parts[-1] in fields.get(owner, {}):
-                out.append((f"{owner}:{parts[-1]}", ast.unparse(node.value)))
+        parts = chain.split(".")
+        if parts[0] != me:
+            continue
+        owner = qual
+        for attr in parts[1:-1]:
+            sub = fields.get(owner, {}).get(attr)
+            if sub is None or sub[1] is None:
+                owner = ""
+                break
+            owner = sub[1]
+        if owner and parts[-1] in fields.get(owner, {}):
+            out.append((f"{owner}:{parts[-1]}", ast.unparse(value)))
     return out
 
 
 def changed_fields(old: dict[str, FieldValue], new: dict[str, FieldValue]) -> dict[str, FieldValue]:
-    """Fields present in both trees whose default or finalised values differ (NEW's facts)."""
+    """Fields in both trees whose default changed or that finalisation may now default to."""
     out: dict[str, FieldValue] = {}
     for key, now in new.items():
         was = old.get(key)
         if was is None:
             continue
-        if was.default != now.default or was.assigned != now.assigned:
-            out[key] = now
+        if was.default != now.default or set(now.assigned) - set(was.assigned):
+            out[key] = now  # a value only dropped moved elsewhere more often than it went
     return out
 
 

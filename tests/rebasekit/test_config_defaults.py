@@ -2,9 +2,11 @@
 
 Upstream's config is a tree of dataclasses under ``vllm.config``; a release may change a
 field's dataclass default, or the value a ``__post_init__`` assigns it, with no signature
-changing. A patch reading that field (``x.compilation_config.level``), or comparing
-against members of the enum the field holds, is reported once per class, naming the
-field, the old and new values and the upstream place. Fields that kept their values,
+changing. Only defaults count: unconditional assignments and those under ``if <field> is
+None:``, of plain values (constants, enum members). A patch reading that field
+(``x.compilation_config.level``), or comparing against members of the enum the field
+holds, is reported once per class, naming the field, the old and new values and the
+upstream place. Fields that kept their values,
 changed fields nobody reads and plain plugin functions stay quiet.
 """
 
@@ -43,6 +45,8 @@ class VllmConfig:
     def __post_init__(self):
         if self.compilation_config.graph_mode is None:
             self.compilation_config.graph_mode = GraphMode.{mode}
+        if self.seed > 5:
+            self.compilation_config.graph_mode = GraphMode.{seeded}
         self.compilation_config.workers = 2
 """
 WORKER = """\
@@ -107,7 +111,7 @@ def rk313(tmp_path, old: dict[str, str], new: dict[str, str]) -> list:
     return sorted((f for f in result.findings if f.code == "RK313"), key=lambda f: f.plugin.symbol)
 
 
-SAME = {"level": "0", "mode": "PIECEWISE", "seed": "0"}
+SAME = {"level": "0", "mode": "PIECEWISE", "seed": "0", "seeded": "NONE"}
 
 
 def test_changed_dataclass_default_read_by_a_patch_is_reported(tmp_path) -> None:
@@ -148,3 +152,8 @@ def test_unchanged_fields_and_unread_changes_stay_quiet(tmp_path) -> None:
     # seed changed, but only a plain plugin function reads it; workers is read but unchanged
     assert rk313(tmp_path, SAME, SAME | {"seed": "1"}) == []
     assert rk313(tmp_path / "same", SAME, SAME) == []
+
+
+def test_a_value_set_only_under_another_setting_is_not_a_default(tmp_path) -> None:
+    # ``if self.seed > 5: graph_mode = ...`` depends on the user's seed, not on a default
+    assert rk313(tmp_path, SAME, SAME | {"seeded": "FULL"}) == []
