@@ -225,6 +225,37 @@ define(
     "the class reads it, so the replacement must assign it too.",
 )
 
+define(
+    "RK313",
+    W,
+    "config-default-changed",
+    "A plugin class reads an upstream config field (or compares against members of the "
+    "enum it holds) whose dataclass default, or the default a config's __post_init__ "
+    "fills in when it is unset, changed between the pins: with the same settings the plugin now runs "
+    "another path. The finding names the field, its old and new values and the "
+    "upstream place.",
+)
+
+define(
+    "RK314",
+    W,
+    "positional-argument-shifted",
+    "A plugin call into upstream (also through an attribute holding an upstream object, "
+    "'self.proc(...)' built as 'self.proc = Processor(...)') passes an argument by "
+    "position into a parameter upstream removed between the pins. The call still binds, "
+    "so nothing fails: the value now fills the next parameter.",
+)
+
+define(
+    "RK315",
+    W,
+    "instance-attribute-wrapped",
+    "A patch reaches into 'self.X' (reads or sets an attribute of it) and upstream now "
+    "also assigns 'self.X = Wrapper(self.X, ...)', which OLD never did: on that path the "
+    "patch works on the wrapper. The finding names the upstream method that unwraps it, "
+    "when the class has one.",
+)
+
 # -- RK4xx: bypassed, mirrored and forked code ----------------------------------------
 define(
     "RK401",
@@ -257,6 +288,16 @@ define(
     "A plugin module shares most definitions (names and bodies) with one upstream "
     "file but declares no fork; it is checked as a fork of the old pin and the "
     "declaration to add is suggested.",
+)
+
+define(
+    "RK406",
+    W,
+    "copied-class-signature-drift",
+    "A plugin class copies an upstream class without inheriting from it (its name is the "
+    "upstream name with words inserted, it defines the same methods); a method whose "
+    "parameters matched the upstream method's at OLD no longer matches at NEW, where "
+    "upstream callers pass the new parameters.",
 )
 
 # -- drift kinds read from upstream's own definitions and call sites -------------------

@@ -391,8 +391,8 @@ class CallNoLongerBinds(Record):
     positional: int = ident()
     keywords: tuple[str, ...] = ident()
     callee: str = ""  # qualname it resolves to at NEW
-    call_kind: str = "call"  # "constructor" | "orig" | "super" | "call"
-    via: str | None = None  # the ``_orig_`` alias called through
+    call_kind: str = "call"  # "constructor" | "orig" | "super" | "attribute" | "call"
+    via: str | None = None  # the ``_orig_`` alias (or ``self.X`` attribute) called through
     tree: str = ""
     problems: tuple[str, ...] = ()
     upstream_signature: str = ""
@@ -408,6 +408,8 @@ class CallNoLongerBinds(Record):
             name = self.callee.rsplit(".", 1)[-1]
             return f"constructor call {q(name + '(...)')} ({q(self.callee + '.__init__')})"
         if self.call_kind == "orig":
+            return f"call through {q(self.via or '')} to {q(self.callee)}"
+        if self.call_kind == "attribute":
             return f"call through {q(self.via or '')} to {q(self.callee)}"
         if self.call_kind == "super":
             return f"super() call to {q(self.callee)}"
@@ -577,6 +579,38 @@ class AttributeKindChanged(Record):
         )
 
 
+@dataclass(frozen=True)
+class AttributeWrapped(Record):
+    code: ClassVar[str] = "RK315"
+    target: str = ident()
+    attribute: str = ident()
+    method: str = ident(default="")
+    patch: str = ""
+    cls: str = ""  # the class's short name
+    accessors: tuple[str, ...] = ()
+    sets: bool = False  # the patch sets an attribute of it (``self.X.a = v``)
+    wrapper: str = ""  # the wrapping class as upstream writes it
+    wrap_value: str = ""
+    wrap_where: str = ""
+    unwrapped_by: str | None = None  # the upstream method handing out the wrapped object
+    old_version: str | None = None
+    new_version: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        uses = ", ".join(q("." + a) for a in self.accessors)
+        how = "sets attributes of" if self.sets else "reads"
+        text = (
+            f"{q(self.patch + '.' + self.method)} {how} {q('self.' + self.attribute)}"
+            f"{' (uses ' + uses + ')' if uses else ''}; "
+            f"at {self.new_version} {q(self.cls)} may wrap it ({q(self.wrap_value)} in "
+            f"{q(self.wrap_where)}, not at {self.old_version}), so the patch can reach the "
+            f"{q(self.wrapper)} instead"
+        )
+        if self.unwrapped_by:
+            text += f"; {q(self.unwrapped_by)} returns the unwrapped object"
+        return text
+
+
 # -- RK4xx: bypassed and mirrored code ------------------------------------------------
 @dataclass(frozen=True)
 class ParallelImplementation(Record):
@@ -601,6 +635,89 @@ class ParallelImplementation(Record):
             f"{q(self.patched)} (patched by {q(self.patch)}) has a parallel implementation "
             f"{q(self.twin)} in {self.twin_path}; configurations that use it bypass the patch "
             f"({overridden} never run there). {how}"
+        )
+
+
+@dataclass(frozen=True)
+class ConfigDefaultChanged(Record):
+    code: ClassVar[str] = "RK313"
+    target: str = ident()  # qualname of the upstream config class
+    attribute: str = ident()  # the config field
+    owner: str = ""  # the plugin class (or function) that reads it
+    readers: tuple[str, ...] = ()  # its methods that read it
+    read_as: str = ""  # the first read, as written
+    old_default: str | None = None
+    new_default: str | None = None
+    added: tuple[str, ...] = ()  # values finalisation assigns at NEW only
+    removed: tuple[str, ...] = ()  # values it assigned at OLD only
+    assigned_in: tuple[str, ...] = ()  # the finalisers assigning it at NEW
+    old_version: str | None = None
+    new_version: str | None = None
+
+    def wording(self, q: Quote) -> str:
+        field_name = f"{self.target.rsplit('.', 1)[-1]}.{self.attribute}"
+        where = ", ".join(q(r) for r in self.readers) or q(self.owner)
+        text = f"{where} read{'s' if len(self.readers) < 2 else ''} {q(field_name)} ({q(self.read_as)}), whose "
+        changes: list[str] = []
+        if self.old_default != self.new_default:
+            changes.append(
+                f"default changed from {q(str(self.old_default))} to {q(str(self.new_default))}"
+            )
+        if self.added or self.removed:
+            part = (
+                f"value assigned in {', '.join(q(a) for a in self.assigned_in) or '__post_init__'}"
+            )
+            if self.added:
+                part += " now includes " + ", ".join(q(a) for a in self.added)
+            if self.removed:
+                part += (" and" if self.added else "") + " no longer includes "
+                part += ", ".join(q(r) for r in self.removed)
+            changes.append(part)
+        return text + "; ".join(changes) + f" between {self.old_version} and {self.new_version}"
+
+
+@dataclass(frozen=True)
+class PositionalArgumentShifted(Record):
+    code: ClassVar[str] = "RK314"
+    callee: str = ident()  # qualname of the upstream function at NEW
+    param: str = ident()  # the removed parameter the argument filled at OLD
+    caller: str = ""  # the plugin function making the call
+    position: int = 0  # 0-based among the positional arguments after any bound receiver
+    lands_in: str = ""  # the NEW parameter that position fills
+    old_tree: str = ""
+    tree: str = ""
+    old_signature: str = ""
+    new_signature: str = ""
+
+    def wording(self, q: Quote) -> str:
+        return (
+            f"{q(self.caller)} passes argument {self.position + 1} of {q(self.callee)}(...) by "
+            f"position into {q(self.param)}, which upstream removed between {self.old_tree} "
+            f"and {self.tree} ({q(self.old_signature)} -> {q(self.new_signature)}); that "
+            f"argument now fills {q(self.lands_in)}"
+        )
+
+
+@dataclass(frozen=True)
+class CopiedClassSignatureDrift(Record):
+    code: ClassVar[str] = "RK406"
+    upstream: str = ident()  # qualname of the upstream method at NEW
+    method: str = ident()  # the plugin copy, ``Class.method``
+    param: str = ident()  # the parameter that changed ("" when only the order did)
+    change: str = ""  # "removed" | "added" | "reordered"
+    old_signature: str = ""
+    new_signature: str = ""
+    old_tree: str = ""
+    tree: str = ""
+
+    def wording(self, q: Quote) -> str:
+        what = (
+            f"{self.change} parameter {q(self.param)}" if self.param else "reordered its parameters"
+        )
+        return (
+            f"{q(self.method)} copies {q(self.upstream)} with its {self.old_tree} parameters "
+            f"{q(self.old_signature)}; upstream {what} by {self.tree} "
+            f"({q(self.new_signature)})"
         )
 
 

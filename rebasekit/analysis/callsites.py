@@ -25,6 +25,7 @@ class CallSite:
     call: UpstreamCall
     bound: bool  # the callee receives ``self`` implicitly
     raw_function: bool = False  # reached through ``X.m.__func__`` (a classmethod's function)
+    through_attr: str | None = None  # ``self.proc``: an attribute holding an upstream object
 
 
 def plugin_module(corpus: PluginCorpus, relpath: str) -> ast.Module | None:

@@ -25,6 +25,10 @@ CHECK_MODULES: list[str] = [
     "captures",
     "callers",
     "copies",
+    "configs",
+    "shifts",
+    "copiedsigs",
+    "wrapped",
 ]
 
 __all__ = ["CHECK_MODULES", "Check", "all_checks", "code_selected", "register_check"]

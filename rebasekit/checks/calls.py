@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rebasekit.analysis.attrcalls import attribute_calls
 from rebasekit.analysis.binding import CallShape, bind, render_params
 from rebasekit.analysis.callsites import (
     CallSite,
@@ -26,7 +27,7 @@ from rebasekit.records import CallNoLongerBinds, UnpackingMismatch
 @register_check(codes=["RK301"])
 def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
     replaced = _replacements(ctx)
-    for site in call_sites(ctx.corpus, ctx.new):
+    for site in [*call_sites(ctx.corpus, ctx.new), *attribute_calls(ctx.corpus, ctx.new)]:
         verdict = check_binding(site, ctx.new)
         if verdict is None or verdict.result.ok:
             continue
@@ -47,7 +48,7 @@ def check_call_binding(ctx: ScanContext) -> Iterator[Finding]:
             tuple(c.keywords),
             callee=verdict.callee.qualname,
             call_kind=_call_kind(site, verdict.callee),
-            via=c.via_orig,
+            via=site.through_attr or c.via_orig,
             tree=_ver(ctx),
             problems=tuple(verdict.result.problems),
             upstream_signature=sig,
@@ -102,6 +103,8 @@ def _ver(ctx: ScanContext) -> str:
 def _call_kind(site: CallSite, callee: Symbol) -> str:
     if callee.kind == "class":
         return "constructor"
+    if site.through_attr:
+        return "attribute"
     if site.call.via_orig:
         return "orig"
     return "super" if site.bound else "call"

@@ -24,6 +24,8 @@ class RunnerPatch(Patch[Runner]):
 class WorkerPatch(Patch[Worker]):
     def __init__(self, vllm_config, rank, *, is_driver):  # ok: RK217
         self.config = vllm_config
+        self.workers = vllm_config.compilation_config.workers  # ok: RK313
+        self.level = vllm_config.compilation_config.level
 
 
 class MyWorker(Worker):

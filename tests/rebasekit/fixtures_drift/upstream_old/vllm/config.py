@@ -1,0 +1,12 @@
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CompilationConfig:
+    level: int = 0
+    workers: int = 1
+
+
+@dataclass
+class VllmConfig:
+    compilation_config: CompilationConfig = field(default_factory=CompilationConfig)
