@@ -186,7 +186,8 @@ define(
     E,
     "instance-attribute-gone",
     "An override reads 'self.X' on a patched instance but the target class (with its "
-    "bases) no longer assigns or defines X.",
+    "bases) no longer assigns or defines X (an error when the base pin did; a warning "
+    "worded 'not defined upstream' when neither pin does).",
 )
 define(
     "RK304",

@@ -530,21 +530,39 @@ class AttributeGone(Record):
     old_version: str | None = None
     old_where: str | None = None  # the method that assigned it at the base
     old_value: str | None = None
+    # The base pin compared against, when it was read and did not provide it either.
+    also_missing_at: str | None = None
 
     @property
     def subject(self) -> str:
         return f"{self.target}.{self.attribute}"
 
+    @property
+    def removed(self) -> bool:
+        """Upstream provided it at the base and not any more (else: never seen upstream)."""
+        return self.old_version is not None
+
     def wording(self, q: Quote) -> str:
+        reads = f"{q(self.patch + '.' + self.method)} reads {q('self.' + self.attribute)}, but "
+        if not self.removed:
+            pins = f"at {self.tree}" + (
+                f" or {self.also_missing_at}"
+                if self.also_missing_at and self.also_missing_at != self.tree
+                else ""
+            )
+            return (
+                f"{reads}{q(self.cls)} (with its bases) does not assign or define "
+                f"{q(self.attribute)} {pins}: not defined upstream, so the plugin must set it "
+                "itself (in a way this analysis did not see) or the read fails"
+            )
         was = (
-            f"; at {self.old_version} {q(self.old_where or '')} assigned it from `{self.old_value}`"
+            f"{q(self.old_where or '')} assigned it from `{self.old_value}`"
             if self.old_value is not None
-            else ""
+            else "it was defined"
         )
         return (
-            f"{q(self.patch + '.' + self.method)} reads {q('self.' + self.attribute)}, but "
-            f"{q(self.cls)} (with its bases) no longer assigns or defines {q(self.attribute)} "
-            f"at {self.tree}{was}"
+            f"{reads}{q(self.cls)} (with its bases) no longer assigns or defines "
+            f"{q(self.attribute)} at {self.tree}; at {self.old_version} {was}"
         )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from rebasekit.analysis.attrs import attribute_uses, kind_changed, provision
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.findings import Finding, Location
+from rebasekit.findings import Finding, Location, Severity
 from rebasekit.records import AttributeGone, AttributeKindChanged
 
 
@@ -40,22 +40,31 @@ def check_instance_attributes(ctx: ScanContext) -> Iterator[Finding]:
                 if external and (old_p is None or not old_p.provided):
                     continue  # may come from an out-of-tree base: cannot tell
                 was: dict[str, str | None] = {}
-                if old_p is not None and old_p.assignments:
-                    where, value = old_p.assignments[0]
-                    was = dict(
-                        old_version=old.tree.version, old_where=where, old_value=value.source
-                    )
+                if old_p is not None and old_p.provided:
+                    was = dict(old_version=old.tree.version or old.tree.label)
+                    if old_p.assignments:
+                        where, value = old_p.assignments[0]
+                        was.update(old_where=where, old_value=value.source)
+                elif old_p is not None:
+                    was = dict(also_missing_at=old.tree.version or old.tree.label)
                 record = AttributeGone(
                     **names,
                     cls=cls.qualname,
                     tree=ctx.new.tree.version or ctx.new.tree.label,
                     **was,
                 )
+                # "No longer" is drift (an error); "never upstream's" is the weaker claim
+                # that the plugin sets the attribute somewhere this analysis does not see.
                 yield ctx.report(
                     record,
                     plugin=loc,
                     upstream=ctx.upstream_loc(cls),
-                    suggestion=f"find what replaced {use.attr} in {cls.qualname}.__init__ and read that instead",
+                    suggestion=(
+                        f"find what replaced {use.attr} in {cls.qualname}.__init__ and read that instead"
+                        if record.removed
+                        else f"check where the plugin sets self.{use.attr}; if nowhere, the read fails"
+                    ),
+                    severity=None if record.removed else Severity.WARNING,
                 )
                 continue
             if old_p is None or not kind_changed(old_p, new_p):

@@ -133,3 +133,31 @@ def test_rk401_is_reported_for_every_patch_of_the_bypassed_class(tmp_path):
     assert set(found) == {"RunnerPatch", "RunnerExtraPatch"}
     assert found["RunnerExtraPatch"].plugin.path.endswith("runner_extra.py")
     assert "execute" in found["RunnerExtraPatch"].message
+
+
+def test_rk303_says_gone_only_for_what_the_base_pin_had(tmp_path):
+    from deep_helpers import copy_fixtures
+
+    from rebasekit.findings import Severity
+
+    fx = copy_fixtures(tmp_path)
+    (fx / "plugin" / "deepplug" / "runner_reads.py").write_text(
+        "from arctic_inference.patching import ArcticPatch\n"
+        "from vllm.worker.runner import Runner\n\n\n"
+        "class RunnerReadsPatch(ArcticPatch[Runner]):\n"
+        "    _orig_execute = Runner.execute\n\n"
+        "    def execute(self, batch):\n"
+        "        return self.never_upstream + RunnerReadsPatch._orig_execute(self, batch)\n"
+    )
+    result = scan_plugin(
+        str(fx / "upstream_new"),
+        old=str(fx / "upstream_old"),
+        plugin=fx / "plugin" / "deepplug",
+        select=["RK303"],
+    )
+    found = {f.details["attribute"]: f for f in _by(result.findings, "RK303")}
+    assert set(found) == {"block_size", "never_upstream"}
+    gone, never = found["block_size"], found["never_upstream"]
+    assert gone.severity is Severity.ERROR and "no longer assigns" in gone.message
+    assert never.severity is Severity.WARNING and "no longer" not in never.message
+    assert "not defined upstream" in never.message and never.details["also_missing_at"]

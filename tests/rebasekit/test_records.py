@@ -55,16 +55,28 @@ def test_identity_ignores_trees_and_wording_but_not_identity_fields():
 
 
 def test_plain_styles_share_wording_and_markdown_sets_code_spans():
-    record = _gone()
+    record = _gone(old_version="1.0.0")
     text = (
         "RunnerPatch.__init__ reads self.positions, but vllm.worker.Runner (with its bases) "
-        "no longer assigns or defines positions at 1.1.0"
+        "no longer assigns or defines positions at 1.1.0; at 1.0.0 it was defined"
     )
     assert {record.explain(s) for s in (Style.TEXT, Style.JSON, Style.SARIF)} == {text}
     assert record.explain(Style.MARKDOWN) == (
         "`RunnerPatch.__init__` reads `self.positions`, but `vllm.worker.Runner` (with its "
-        "bases) no longer assigns or defines `positions` at 1.1.0"
+        "bases) no longer assigns or defines `positions` at 1.1.0; at 1.0.0 it was defined"
     )
+
+
+def test_an_attribute_upstream_never_had_is_not_said_to_be_gone():
+    # Neither pin defines it: "no longer" would claim a change that did not happen.
+    for record, pins in (
+        (_gone(also_missing_at="1.0.0"), "at 1.1.0 or 1.0.0"),
+        (_gone(), "at 1.1.0"),
+    ):
+        text = record.explain(Style.TEXT)
+        assert "no longer" not in text and not record.removed
+        assert f"does not assign or define positions {pins}: not defined upstream" in text
+    assert _gone(old_version="1.0.0").removed
 
 
 def test_fork_subject_keeps_the_version_two_spelling():
