@@ -4,8 +4,9 @@ A replacement whose parameters differ from upstream's breaks only at the upstrea
 sites that reach it. When every such call sits inside a function the plugin also
 replaces (so it never runs), or binds to the replacement exactly as it binds upstream
 (same parameters filled, none missing or unexpected), the difference cannot fail: the
-plugin changed the signature on purpose together with its callers. The search covers
-every file of the tree that spells ``name(``; a call through ``*args``/``**kwargs``
+plugin changed the signature on purpose together with its callers. So does a call in
+upstream code that never runs at all (:mod:`rebasekit.analysis.deadcode`). The search
+covers every file of the tree that spells ``name(``; a call through ``*args``/``**kwargs``
 is undecidable and counts as reaching.
 """
 
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from rebasekit.analysis.binding import CallShape, bind
+from rebasekit.analysis.deadcode import never_runs
 from rebasekit.analysis.upstreamuses import UpstreamUse, _file_calls
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
@@ -144,10 +146,12 @@ class Reach:
     sites: int
     inside_replaced: tuple[str, ...]  # callers (dotted) the plugin replaces too
     binding: tuple[str, ...]  # call sites (relpath:line) that bind to the replacement alike
+    dead: tuple[str, ...] = ()  # why each remaining call site never runs
 
     @property
     def harmless(self) -> bool:
-        return self.sites > 0 and self.sites == len(self.inside_replaced) + len(self.binding)
+        judged = len(self.inside_replaced) + len(self.binding) + len(self.dead)
+        return self.sites > 0 and self.sites == judged
 
     def describe(self) -> str:
         parts = []
@@ -160,6 +164,10 @@ class Reach:
             parts.append(
                 f"{len(self.binding)} upstream call site(s) bind to the replacement unchanged "
                 f"({', '.join(self.binding[:3])})"
+            )
+        if self.dead:
+            parts.append(
+                f"{len(self.dead)} upstream call site(s) never run ({'; '.join(dict.fromkeys(self.dead))})"
             )
         return "; ".join(parts)
 
@@ -185,6 +193,7 @@ def reach(
     """
     inside: list[str] = []
     binding: list[str] = []
+    dead: list[str] = []
     uses = upstream_calls(index, name)
     if module_function:
         uses = [u for u in uses if _may_name(index, u, name, target)]
@@ -194,4 +203,14 @@ def reach(
             inside.append(caller)
         elif (not bound or use.receiver is not None) and same_binding(use.shape, ours, theirs):
             binding.append(f"{use.relpath}:{use.line}")
-    return Reach(len(uses), tuple(inside), tuple(binding))
+        else:
+            why = (
+                never_runs(
+                    index, corpus, use.relpath, use.caller, replaced_functions(index, corpus)[0]
+                )
+                if use.caller
+                else None
+            )
+            if why is not None:
+                dead.append(f"{use.relpath}:{use.line}: {why}")
+    return Reach(len(uses), tuple(inside), tuple(binding), tuple(dead))

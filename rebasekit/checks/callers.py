@@ -2,26 +2,30 @@
 
 RK217 reads upstream's own call sites of an overridden method at the scanned tree
 (:mod:`rebasekit.analysis.upstreamuses`): a keyword the override cannot take, which
-upstream's definition names as a parameter, fails at that call site. RK218 compares
-the upstream parameter lists at OLD (the base) and NEW: a parameter the override still
-forwards by position but upstream dropped now fills another parameter.
+upstream's definition names as a parameter, fails at that call site — unless that code
+never runs (:mod:`rebasekit.analysis.deadcode`): then the finding is info and says why.
+RK218 compares the upstream parameter lists at OLD (the base) and NEW: a parameter the
+override still forwards by position but upstream dropped now fills another parameter.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 from collections.abc import Iterator
 
 from rebasekit.analysis.binding import render_params
+from rebasekit.analysis.deadcode import never_runs
 from rebasekit.analysis.defnodes import call_params
 from rebasekit.analysis.forwarding import forwards
 from rebasekit.analysis.pluginclasses import PluginClass, plugin_classes, upstream_class
-from rebasekit.analysis.reachers import in_replaced
-from rebasekit.analysis.upstreamuses import uses_of
+from rebasekit.analysis.reachers import in_replaced, replaced_functions
+from rebasekit.analysis.upstreamuses import UpstreamUse, uses_of
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.findings import Finding, Location
+from rebasekit.findings import Finding, Location, Severity
 from rebasekit.index import CodeIndex, Symbol
-from rebasekit.index.models import Param, ParamKind
+from rebasekit.index.models import Param, ParamKind, Signature
 from rebasekit.index.visitor import signature_of
 from rebasekit.records import CallerKeywordMissing, ForwardsRemovedParam
 
@@ -63,32 +67,74 @@ def check_caller_keywords(ctx: ScanContext) -> Iterator[Finding]:
             upstream_named = {p.name for p in sym.signature.params if p.kind in _NAMED}
             name = cls.name if func.name == "__init__" else func.name
             reported: set[str] = set()
+            unreached: dict[str, tuple[UpstreamUse, str]] = {}
             for use in uses_of(ctx.new, cls, name):
                 if func.name == "__init__" and use.receiver is not None:
                     continue
                 if in_replaced(ctx.new, ctx.corpus, use):
                     continue  # the plugin replaces the caller too: this call never runs
-                for kw in use.shape.keywords:
-                    if kw in accepted or kw not in upstream_named or kw in reported:
+                missing = [
+                    kw
+                    for kw in use.shape.keywords
+                    if kw not in accepted and kw in upstream_named and kw not in reported
+                ]
+                if not missing:
+                    continue
+                why = _never_runs(ctx, use)
+                for kw in missing:
+                    if why is not None:
+                        unreached.setdefault(kw, (use, why))
                         continue
                     reported.add(kw)
-                    record = CallerKeywordMissing(
-                        func.name,
-                        kw,
-                        patch=pc.name,
-                        upstream=sym.qualname,
-                        tree=_ver(ctx.new),
-                        override_signature=sig.render(),
-                        caller=use.caller or use.relpath,
-                        call_site=f"{use.relpath}:{use.line}",
-                        call_text=use.text,
-                    )
-                    yield ctx.report(
-                        record,
-                        plugin=ctx.plugin_loc(pc.relpath, func.lineno, f"{pc.name}.{func.name}"),
-                        upstream=Location(use.relpath, use.line, None, use.caller or None),
-                        suggestion=f"accept {kw} (upstream: {render_params(list(sym.signature.params))})",
-                    )
+                    yield _report(ctx, pc, func, sym, sig, kw, use)
+            for kw, (use, why) in unreached.items():
+                if kw not in reported:
+                    yield _report(ctx, pc, func, sym, sig, kw, use, unreached=why)
+
+
+def _never_runs(ctx: ScanContext, use: UpstreamUse) -> str | None:
+    if not use.caller:
+        return None
+    replaced = replaced_functions(ctx.new, ctx.corpus)[0]
+    return never_runs(ctx.new, ctx.corpus, use.relpath, use.caller, replaced)
+
+
+def _report(
+    ctx: ScanContext,
+    pc: PluginClass,
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    sym: Symbol,
+    sig: Signature,
+    kw: str,
+    use: UpstreamUse,
+    unreached: str | None = None,
+) -> Finding:
+    """One RK217; ``unreached``: why the call site never runs (then info, saying so)."""
+    record = CallerKeywordMissing(
+        func.name,
+        kw,
+        patch=pc.name,
+        upstream=sym.qualname,
+        tree=_ver(ctx.new),
+        override_signature=sig.render(),
+        caller=use.caller or use.relpath,
+        call_site=f"{use.relpath}:{use.line}",
+        call_text=use.text,
+    )
+    found = ctx.report(
+        record,
+        plugin=ctx.plugin_loc(pc.relpath, func.lineno, f"{pc.name}.{func.name}"),
+        upstream=Location(use.relpath, use.line, None, use.caller or None),
+        severity=Severity.INFO if unreached else None,
+        suggestion=f"accept {kw} (upstream: {render_params(list(sym.signature.params))})",
+    )
+    if unreached is None:
+        return found
+    return dataclasses.replace(
+        found,
+        message=f"{found.message} (cannot fail: the call site never runs: {unreached})",
+        details={**found.details, "unreached_by_upstream": unreached},
+    )
 
 
 def _bound(index: CodeIndex, sym: Symbol) -> list[Param] | None:

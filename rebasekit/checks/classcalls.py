@@ -7,9 +7,11 @@ be one the plugin adds in ways no static reading follows.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from rebasekit.analysis.binding import bind, render_params
+from rebasekit.analysis.dispatch import dispatched_override
 from rebasekit.analysis.pluginclasses import plugin_classes, replaced_names, upstream_class
 from rebasekit.analysis.selfcalls import (
     Callee,
@@ -22,7 +24,7 @@ from rebasekit.analysis.selfcalls import (
 from rebasekit.analysis.upstreamuses import uses_of
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
-from rebasekit.findings import Finding
+from rebasekit.findings import Finding, Severity
 from rebasekit.index import CodeIndex
 from rebasekit.records import SelfCallBroken, SuperCallBroken
 
@@ -91,12 +93,27 @@ def check_class_calls(ctx: ScanContext) -> Iterator[Finding]:
                 if call.via == "self"
                 else SuperCallBroken(base=pc.upstream, **fields)
             )
-            yield ctx.report(
+            why = (
+                dispatched_override(
+                    ctx.corpus, pc.node, call.method, call.name, call.line, call.shape
+                )
+                if call.via == "self"
+                else None
+            )
+            found = ctx.report(
                 record,
                 plugin=loc,
                 upstream=ctx.upstream_loc(callee.sym),
+                severity=Severity.WARNING if why else None,
                 suggestion=f"update the call to match {sig}",
             )
+            if why:
+                found = dataclasses.replace(
+                    found,
+                    message=f"{found.message} (likely cannot fail: {why})",
+                    details={**found.details, "dispatched_to": why},
+                )
+            yield found
 
 
 def _removed(ctx: ScanContext, call: ClassCall, loc) -> Iterator[Finding]:

@@ -441,3 +441,130 @@ def test_keyword_from_an_upstream_caller_left_in_place_is_an_error(tmp_path):
     rk217 = [f for f in report["findings"] if f["code"] == "RK217"]
     assert [(f["severity"], f["plugin"]["line"]) for f in rk217] == [("error", 7)]
     assert "vllm/backend.py:6" in rk217[0]["message"]
+
+
+def _edited(tmp_path: Path, case: str, relpath: str, old: str, new: str) -> Path:
+    """A copy of fixture ``case`` with ``old`` replaced by ``new`` in one file.
+
+    ``relpath`` is under the plugin package, or under the tree when it starts ``vllm/``.
+    """
+    root = tmp_path / "case"
+    shutil.copytree(FIXTURES / case, root)
+    side = root / "upstream" if relpath.startswith("vllm/") else root / "plugin" / "plug"
+    path = side / relpath
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    return root
+
+
+def _by_code(report: dict, code: str) -> list[dict]:
+    return [f for f in report["findings"] if f["code"] == code]
+
+
+def test_keyword_caller_reached_only_from_a_worker_the_plugin_swaps_cannot_fail():
+    code, report = scan("config_built_caller")
+    assert report["complete"], report["degradations"]
+    rk217 = _by_code(report, "RK217")
+    assert [(f["severity"], f["plugin"]["line"]) for f in rk217] == [("info", 8)]
+    message = rk217[0]["message"]
+    assert "never runs" in message
+    assert "Zeroer.init_meta" in message
+    assert "`.worker_cls`" in message
+    assert code == 1  # the RK210 warning on the dropped dtype parameter stays
+
+
+def test_keyword_caller_reached_from_the_worker_upstream_still_builds_is_an_error(tmp_path):
+    case = _edited(
+        tmp_path,
+        "config_built_caller",
+        "worker.py",
+        'config.worker_cls = "plug.worker.PlugWorker"',
+        "config.cache = None",
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert [f["severity"] for f in _by_code(report, "RK217")] == ["error"]
+
+
+def test_keyword_caller_the_plugin_calls_itself_is_an_error(tmp_path):
+    case = _edited(
+        tmp_path,
+        "config_built_caller",
+        "worker.py",
+        "        self.runner = PlugRunner()\n",
+        "        self.runner = PlugRunner()\n        self.runner.init_zero(None)\n",
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert [f["severity"] for f in _by_code(report, "RK217")] == ["error"]
+
+
+def test_keyword_caller_reached_from_a_worker_built_under_another_name_is_an_error(tmp_path):
+    case = _edited(
+        tmp_path,
+        "config_built_caller",
+        "vllm/platform.py",
+        "class GpuPlatform:",
+        "from vllm.worker import Worker as GpuWorker\n\nDEFAULT = GpuWorker()\n\n\nclass GpuPlatform:",
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert [f["severity"] for f in _by_code(report, "RK217")] == ["error"]
+
+
+def test_caller_on_a_class_built_only_as_overriding_plugin_subclasses_cannot_fail():
+    code, report = scan("subclass_only_instances")
+    assert report["complete"], report["degradations"]
+    assert _severities(report) == [("RK212", "info", 5)]
+    message = report["findings"][0]["message"]
+    assert "never run" in message
+    assert "PlugSampler" in message and "self.sampler" in message
+
+
+def test_caller_on_an_overriding_subclass_that_calls_super_is_an_error(tmp_path):
+    case = _edited(
+        tmp_path,
+        "subclass_only_instances",
+        "sampler.py",
+        "return reject(logits, 0.5)",
+        "return super().forward(logits)",
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert _severities(report) == [("RK212", "error", 5)]
+
+
+def test_caller_on_a_class_the_plugin_runner_keeps_is_an_error(tmp_path):
+    case = _edited(
+        tmp_path,
+        "subclass_only_instances",
+        "sampler.py",
+        "            self.sampler = PlugSampler()\n",
+        "            self.other = PlugSampler()\n",
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert _severities(report) == [("RK212", "error", 5)]
+
+
+def test_self_call_in_a_branch_only_an_overriding_subclass_runs_is_a_warning():
+    code, report = scan("branch_dispatch")
+    assert report["complete"], report["degradations"]
+    assert _severities(report) == [("RK305", "warning", 7)]
+    message = report["findings"][0]["message"]
+    assert "'fast'" in message and "PlugFastProposer" in message
+    assert code == 1
+
+
+def test_self_call_in_a_branch_another_subclass_may_run_is_an_error(tmp_path):
+    case = _edited(
+        tmp_path,
+        "branch_dispatch",
+        "proposers.py",
+        "return PlugFastProposer(method)",
+        "return PlugSlowProposer(method)",
+    )
+    code, report = scan(case)
+    assert code == 1
+    assert _severities(report) == [("RK305", "error", 7)]

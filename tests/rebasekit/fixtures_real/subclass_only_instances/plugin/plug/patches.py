@@ -1,0 +1,5 @@
+import vllm.sampling as sampling
+
+from plug.sampler import reject
+
+sampling.reject = reject

@@ -1,0 +1,6 @@
+from vllm.runner import Runner
+
+
+class Worker:
+    def init_device(self):
+        self.runner = Runner(spec=True)
