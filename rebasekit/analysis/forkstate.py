@@ -15,10 +15,12 @@ from rebasekit.analysis.forkdecl import (
     ForkDrift,
     ForkInputs,
     detect_fork,
+    file_fingerprints,
     fork_drift,
 )
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
+from rebasekit.index.cache import DataStore, content_memo
 
 if TYPE_CHECKING:  # the interface only: trees are opened by the loaders
     from rebasekit.upstream import UpstreamTree
@@ -46,6 +48,17 @@ def _read(tree: UpstreamTree, path: str) -> str | None:
         return tree.read_text(path) if tree.exists(path) else None
     except OSError:
         return None
+
+
+def cached_fingerprints(store: DataStore, text: str) -> dict[str, str]:
+    """:func:`file_fingerprints` of ``text``, kept in ``store`` by the text itself.
+
+    Fork drift compares every definition of two large upstream files; their
+    fingerprints are a function of the text alone, so a warm scan reads them back.
+    """
+    return content_memo(
+        store, "file_fingerprints", (text,), lambda: file_fingerprints(text), dict[str, str]
+    )
 
 
 def undeclared_forks(
@@ -86,6 +99,11 @@ def fork_states(
     """
     states: list[ForkState] = []
     decls = forks.decls
+    store = new.cache.derived()
+
+    def fingerprints(text: str) -> dict[str, str]:
+        return cached_fingerprints(store, text)
+
     for decl in decls:
         ours = plugin_text(corpus, decl.plugin_relpath) or ""
         base_tree = forks.trees[decl.version]
@@ -102,6 +120,7 @@ def fork_states(
                 base_text,
                 _read(new.tree, decl.upstream_path),
                 corpus.module(decl.plugin_relpath),
+                fingerprints,
             )
             if base_text is not None
             else None
@@ -120,6 +139,7 @@ def fork_states(
             base_text,
             _read(new.tree, cand.upstream_path),
             corpus.module(cand.plugin_relpath),
+            fingerprints,
         )
         states.append(ForkState(decl, ours, base_text, None, drift, cand))
     return states
