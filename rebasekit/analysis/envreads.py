@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rebasekit.analysis.pluginclasses import expand, import_map
 from rebasekit.astutil import dotted, parse_text
-from rebasekit.corpus.models import PluginCorpus
+from rebasekit.corpus.models import PluginCorpus, corpus_memo
 from rebasekit.index import CodeIndex
 
 ENVS = "envs"
@@ -95,6 +95,10 @@ def defined_names(index: CodeIndex, package: str = "vllm") -> set[str] | None:
 def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead], set[str]]:
     """Reads of ``<package>.envs.X`` in the plugin, and the names the plugin itself sets
     or probes (``envs.X = ...``, ``hasattr(envs, "X")``, ``getattr(envs, "X", default)``)."""
+    return corpus_memo(corpus, ("env_reads", package), lambda: _env_reads(corpus, package))
+
+
+def _env_reads(corpus: PluginCorpus, package: str) -> tuple[list[EnvRead], set[str]]:
     envs_mod = f"{package}.{ENVS}"
     reads: list[EnvRead] = []
     own: set[str] = set()
