@@ -5,10 +5,11 @@ Shared by the RK403/RK404 checks, ``port`` and ``corpus lock``.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rebasekit.analysis.bodies import definitions
+from rebasekit.analysis.bodies import DefNode, definitions
 from rebasekit.analysis.forkdecl import (
     ForkCandidate,
     ForkDecl,
@@ -61,6 +62,27 @@ def cached_fingerprints(store: DataStore, text: str) -> dict[str, str]:
     )
 
 
+def _cached_detect(
+    store: DataStore,
+    relpath: str,
+    text: str,
+    candidates: dict[str, str],
+    tree: ast.Module | None,
+) -> ForkCandidate | None:
+    """:func:`detect_fork`, kept in ``store`` under the plugin file and every candidate's text.
+
+    ``tree`` is ``text`` parsed, so it adds nothing to the key.
+    """
+    parts = (relpath, text, tuple(sorted(candidates.items())))
+    return content_memo(
+        store,
+        "detect_fork",
+        parts,
+        lambda: detect_fork(relpath, text, candidates, tree),
+        ForkCandidate | None,
+    )
+
+
 def undeclared_forks(
     corpus: PluginCorpus, base: CodeIndex, declared: set[str]
 ) -> list[ForkCandidate]:
@@ -72,10 +94,14 @@ def undeclared_forks(
         text = plugin_text(corpus, f.relpath)
         if text is None:
             continue
-        try:
-            names = definitions(text, nested=False, tree=corpus.module(f.relpath))
-        except SyntaxError:
-            continue
+        tree = corpus.module(f.relpath)
+        if tree is not None:  # the names alone: what ``definitions`` would key, without texts
+            names = list(dict.fromkeys(n.name for n in tree.body if isinstance(n, DefNode)))
+        else:
+            try:
+                names = list(definitions(text, nested=False))
+            except SyntaxError:
+                continue
         counts: dict[str, int] = {}
         for name in names:
             if name.startswith("__"):
@@ -83,7 +109,9 @@ def undeclared_forks(
             for sym in base.find_definitions(name, kinds=("class", "function")):
                 counts[sym.relpath] = counts.get(sym.relpath, 0) + 1
         cands = {p: base.text(p) for p, n in counts.items() if n >= 2}
-        found = detect_fork(f.relpath, text, cands, corpus.module(f.relpath)) if cands else None
+        found = (
+            _cached_detect(base.cache.derived(), f.relpath, text, cands, tree) if cands else None
+        )
         if found is not None:
             out.append(found)
     return out

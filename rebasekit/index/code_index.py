@@ -37,6 +37,7 @@ class CodeIndex:
         )  # type: ignore[assignment]
         self._modules: dict[str, ModuleFacts | None] = {}
         self._texts: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
         self._name_table: dict[str, list[str]] | None = None
         self.parsed = 0  # modules parsed (cache misses), for benchmarks
         self._own_degradations: list[Degradation] = []
@@ -88,6 +89,12 @@ class CodeIndex:
         if relpath not in self._texts:
             self._texts[relpath] = self.tree.read_text(relpath)
         return self._texts[relpath]
+
+    def lines(self, relpath: str) -> list[str]:
+        """The file's text split once, line ends kept (every symbol's source is a slice)."""
+        if relpath not in self._lines:
+            self._lines[relpath] = self.text(relpath).splitlines(keepends=True)
+        return self._lines[relpath]
 
     # -- resolution ----------------------------------------------------------------
     def resolve(self, dotted: str) -> Symbol | None:

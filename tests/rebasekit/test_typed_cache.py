@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rebasekit.analysis.forkdecl import ForkDecl, file_fingerprints, fork_drift
+from rebasekit.analysis import forkstate
+from rebasekit.analysis.forkdecl import ForkDecl, detect_fork, file_fingerprints, fork_drift
 from rebasekit.analysis.forkstate import cached_fingerprints
 from rebasekit.index import CodeIndex, FactsCache
 from rebasekit.index.cache import DataStore, content_memo, facts_key
@@ -200,3 +201,39 @@ def test_fork_drift_is_the_same_with_cached_fingerprints(tmp_path):
     assert [(c.qualname, c.status, c.forked) for c in plain.changes] == [("A.g", "changed", True)]
     assert [(c.qualname, c.status, c.forked) for c in cached.changes] == [("A.g", "changed", True)]
     assert cached.module_level_changed == plain.module_level_changed
+
+
+PLUGIN_COPY = """
+class A:
+    def f(self):
+        return 1
+
+    def g(self):
+        return 2
+
+
+def h():
+    return 3
+"""
+
+
+def test_cached_fork_detection_equals_the_detection_and_follows_every_text(tmp_path, monkeypatch):
+    store = DataStore(tmp_path)
+    cands = {"vllm/a.py": OLD_TEXT, "vllm/b.py": "x = 1\n"}
+    plain = detect_fork("plug/a.py", PLUGIN_COPY, cands)
+    assert plain is not None and plain.upstream_path == "vllm/a.py"
+    first = forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, cands, None)
+    assert first == plain
+    calls: list[str] = []
+
+    def counted(relpath, text, candidates, tree=None):
+        calls.append(relpath)
+        return detect_fork(relpath, text, candidates, tree)
+
+    monkeypatch.setattr(forkstate, "detect_fork", counted)
+    assert forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, cands, None) == plain
+    assert calls == []  # read back
+    edited = {**cands, "vllm/a.py": OLD_TEXT.replace("return 3", "return 4")}
+    forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, edited, None)
+    forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY + "\n# more\n", cands, None)
+    assert calls == ["plug/a.py", "plug/a.py"]  # an edited candidate or plugin file misses
