@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.pluginclasses import expand, import_map
-from rebasekit.astutil import dotted, parse_text
+from rebasekit.astutil import children, dotted, parse_text
 from rebasekit.corpus.models import PluginCorpus, corpus_memo
 from rebasekit.index import CodeIndex
 
@@ -148,7 +148,7 @@ def _walk_with_function(module: ast.Module):
     while stack:
         node, func, guarded = stack.pop()
         tried = {id(s) for s in node.body} if isinstance(node, ast.Try) and node.handlers else set()
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             inner = func
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = child.name if func is None else f"{func}.{child.name}"
