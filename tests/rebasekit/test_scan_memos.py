@@ -18,6 +18,7 @@ from rebasekit.corpus import configured_patch_bases, extract_corpus
 from rebasekit.corpus.models import corpus_memo
 from rebasekit.index.cache import FactsCache
 from rebasekit.index.code_index import CodeIndex
+from rebasekit.index.visitor import _instance_attrs
 from rebasekit.upstream.spec import open_tree
 
 BUNDLED = Path(__file__).resolve().parents[2] / "arctic_inference"
@@ -134,3 +135,62 @@ def test_override_drifts_are_kept_per_corpus_and_base():
         (d.patch.name, d.attr, d.diff) for d in first
     ]
     assert override_drifts(corpus, new, new) == []  # another base: nothing changed vs itself
+
+
+ATTRS_SOURCE = """
+class K:
+    def __init__(self, n):
+        self.a = 1
+        if n:
+            self.b: int = 2
+        else:
+            self.c += 3
+        try:
+            self.d, self.e = n
+        except ValueError:
+            self.f = 4
+        finally:
+            self.g = 5
+        for i in n:
+            self.a = 9
+        else:
+            self.h = 6
+        with open(n) as fh:
+            self.i = fh
+        match n:
+            case 1:
+                self.j = 7
+        def inner(self):
+            self.k = 8
+        self.lam = lambda: 0
+"""
+
+
+def _walk_attrs(func) -> dict[str, int]:
+    """The reference: every node of the function, in ``ast.walk``'s order."""
+    me = func.args.args[0].arg
+    out: dict[str, int] = {}
+    for node in ast.walk(func):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
+        for target in targets:
+            for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    if t.value.id == me:
+                        out.setdefault(t.attr, t.lineno)
+    return out
+
+
+def test_instance_attrs_walk_only_statements_in_the_full_walks_order():
+    func = next(n for n in ast.walk(ast.parse(ATTRS_SOURCE)) if isinstance(n, ast.FunctionDef))
+    found: dict[str, int] = {}
+    _instance_attrs(func, found)
+    expected = _walk_attrs(func)
+    assert list(found.items()) == list(expected.items())
+    assert set(found) == set("abcdefghijk") | {"lam"}
+    assert found["a"] == 4  # the first store, not the one in the loop
