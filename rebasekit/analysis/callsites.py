@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from rebasekit.analysis.binding import BindResult, bind, shape_of_call
 from rebasekit.analysis.defnodes import call_params, def_node
 from rebasekit.analysis.shapes import ReturnShape, dotted, return_shape, unpack_targets
-from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall
+from rebasekit.astutil import walk
+from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall, corpus_memo
 from rebasekit.index import CodeIndex, Symbol
 
 
@@ -63,7 +64,7 @@ def super_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
             for func in node.body:
                 if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                for call in ast.walk(func):
+                for call in walk(func):
                     site = _super_site(call, patch, func.name, names, mro, index)
                     if site is not None:
                         out.append(site)
@@ -205,6 +206,10 @@ class Unpacking:
 
 def unpackings(corpus: PluginCorpus) -> list[Unpacking]:
     """Tuple-unpacking assignments (and for-loop targets are ignored) of upstream calls."""
+    return list(corpus_memo(corpus, ("unpackings",), lambda: _unpackings(corpus)))
+
+
+def _unpackings(corpus: PluginCorpus) -> list[Unpacking]:
     by_line: dict[tuple[str, int], list[UpstreamCall]] = {}
     for c in corpus.calls:
         by_line.setdefault((c.relpath, c.lineno), []).append(c)

@@ -15,8 +15,8 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.pluginclasses import expand, import_map
-from rebasekit.astutil import dotted, parse_text
-from rebasekit.corpus.models import PluginCorpus
+from rebasekit.astutil import children, dotted, parse_text
+from rebasekit.corpus.models import PluginCorpus, corpus_memo
 from rebasekit.index import CodeIndex
 
 ENVS = "envs"
@@ -95,6 +95,10 @@ def defined_names(index: CodeIndex, package: str = "vllm") -> set[str] | None:
 def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead], set[str]]:
     """Reads of ``<package>.envs.X`` in the plugin, and the names the plugin itself sets
     or probes (``envs.X = ...``, ``hasattr(envs, "X")``, ``getattr(envs, "X", default)``)."""
+    return corpus_memo(corpus, ("env_reads", package), lambda: _env_reads(corpus, package))
+
+
+def _env_reads(corpus: PluginCorpus, package: str) -> tuple[list[EnvRead], set[str]]:
     envs_mod = f"{package}.{ENVS}"
     reads: list[EnvRead] = []
     own: set[str] = set()
@@ -144,7 +148,7 @@ def _walk_with_function(module: ast.Module):
     while stack:
         node, func, guarded = stack.pop()
         tried = {id(s) for s in node.body} if isinstance(node, ast.Try) and node.handlers else set()
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             inner = func
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = child.name if func is None else f"{func}.{child.name}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -110,10 +110,13 @@ def fork_drift(
     base_text: str,
     new_text: str | None,
     plugin_tree: ast.Module | None = None,
+    fingerprints: Callable[[str], Mapping[str, str]] | None = None,
 ) -> ForkDrift:
     """Group the upstream file's changes from ``base_text`` to ``new_text`` by definition.
 
     ``plugin_tree`` is ``plugin_text`` as the corpus parsed it (else it is parsed here).
+    ``fingerprints`` gives every definition's body fingerprint of a text by qualname (a
+    cache by content, :func:`file_fingerprints`); without it each is computed here.
     """
     drift = ForkDrift(decl)
     if new_text is None:
@@ -125,10 +128,18 @@ def fork_drift(
         new = definitions(new_text)
     except SyntaxError:
         return drift
+    old_fps = fingerprints(base_text) if fingerprints is not None else None
+    new_fps = fingerprints(new_text) if fingerprints is not None else None
     for qual in sorted(set(old) | set(new)):
         o, n = old.get(qual), new.get(qual)
-        if o is not None and n is not None and o.fingerprint == n.fingerprint:
-            continue
+        if o is not None and n is not None:
+            same = (
+                old_fps[qual] == new_fps[qual]
+                if old_fps is not None and new_fps is not None
+                else o.fingerprint == n.fingerprint
+            )
+            if same:
+                continue
         if o is not None and n is not None and o.kind == "class":
             # A class whose only changes are in methods is reported through its methods.
             own_o = [
@@ -143,6 +154,11 @@ def fork_drift(
         drift.changes.append(DefChange(qual, status, qual in ours, o, n))
     drift.module_level_changed = _module_level(base_text, old) != _module_level(new_text, new)
     return drift
+
+
+def file_fingerprints(text: str) -> dict[str, str]:
+    """Body fingerprint of every definition of ``text`` (methods too), by qualname."""
+    return {qual: d.fingerprint for qual, d in definitions(text).items()}
 
 
 @dataclass

@@ -5,20 +5,23 @@ Shared by the RK403/RK404 checks, ``port`` and ``corpus lock``.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rebasekit.analysis.bodies import definitions
+from rebasekit.analysis.bodies import DefNode, definitions
 from rebasekit.analysis.forkdecl import (
     ForkCandidate,
     ForkDecl,
     ForkDrift,
     ForkInputs,
     detect_fork,
+    file_fingerprints,
     fork_drift,
 )
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
+from rebasekit.index.cache import DataStore, content_memo
 
 if TYPE_CHECKING:  # the interface only: trees are opened by the loaders
     from rebasekit.upstream import UpstreamTree
@@ -48,6 +51,38 @@ def _read(tree: UpstreamTree, path: str) -> str | None:
         return None
 
 
+def cached_fingerprints(store: DataStore, text: str) -> dict[str, str]:
+    """:func:`file_fingerprints` of ``text``, kept in ``store`` by the text itself.
+
+    Fork drift compares every definition of two large upstream files; their
+    fingerprints are a function of the text alone, so a warm scan reads them back.
+    """
+    return content_memo(
+        store, "file_fingerprints", (text,), lambda: file_fingerprints(text), dict[str, str]
+    )
+
+
+def _cached_detect(
+    store: DataStore,
+    relpath: str,
+    text: str,
+    candidates: dict[str, str],
+    tree: ast.Module | None,
+) -> ForkCandidate | None:
+    """:func:`detect_fork`, kept in ``store`` under the plugin file and every candidate's text.
+
+    ``tree`` is ``text`` parsed, so it adds nothing to the key.
+    """
+    parts = (relpath, text, tuple(sorted(candidates.items())))
+    return content_memo(
+        store,
+        "detect_fork",
+        parts,
+        lambda: detect_fork(relpath, text, candidates, tree),
+        ForkCandidate | None,
+    )
+
+
 def undeclared_forks(
     corpus: PluginCorpus, base: CodeIndex, declared: set[str]
 ) -> list[ForkCandidate]:
@@ -59,10 +94,14 @@ def undeclared_forks(
         text = plugin_text(corpus, f.relpath)
         if text is None:
             continue
-        try:
-            names = definitions(text, nested=False, tree=corpus.module(f.relpath))
-        except SyntaxError:
-            continue
+        tree = corpus.module(f.relpath)
+        if tree is not None:  # the names alone: what ``definitions`` would key, without texts
+            names = list(dict.fromkeys(n.name for n in tree.body if isinstance(n, DefNode)))
+        else:
+            try:
+                names = list(definitions(text, nested=False))
+            except SyntaxError:
+                continue
         counts: dict[str, int] = {}
         for name in names:
             if name.startswith("__"):
@@ -70,7 +109,9 @@ def undeclared_forks(
             for sym in base.find_definitions(name, kinds=("class", "function")):
                 counts[sym.relpath] = counts.get(sym.relpath, 0) + 1
         cands = {p: base.text(p) for p, n in counts.items() if n >= 2}
-        found = detect_fork(f.relpath, text, cands, corpus.module(f.relpath)) if cands else None
+        found = (
+            _cached_detect(base.cache.derived(), f.relpath, text, cands, tree) if cands else None
+        )
         if found is not None:
             out.append(found)
     return out
@@ -86,6 +127,11 @@ def fork_states(
     """
     states: list[ForkState] = []
     decls = forks.decls
+    store = new.cache.derived()
+
+    def fingerprints(text: str) -> dict[str, str]:
+        return cached_fingerprints(store, text)
+
     for decl in decls:
         ours = plugin_text(corpus, decl.plugin_relpath) or ""
         base_tree = forks.trees[decl.version]
@@ -102,6 +148,7 @@ def fork_states(
                 base_text,
                 _read(new.tree, decl.upstream_path),
                 corpus.module(decl.plugin_relpath),
+                fingerprints,
             )
             if base_text is not None
             else None
@@ -120,6 +167,7 @@ def fork_states(
             base_text,
             _read(new.tree, cand.upstream_path),
             corpus.module(cand.plugin_relpath),
+            fingerprints,
         )
         states.append(ForkState(decl, ours, base_text, None, drift, cand))
     return states

@@ -103,7 +103,22 @@ def overrides(corpus: PluginCorpus):
 
 
 def override_drifts(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> list[OverrideDrift]:
-    """Overrides whose upstream definition's body differs between ``base`` and ``new``."""
+    """Overrides whose upstream definition's body differs between ``base`` and ``new``.
+
+    Two checks of one scan ask for the same drifts (RK402 and RK312); they are computed
+    once per corpus and base and kept on ``new`` (the objects themselves are the key, so
+    another corpus or base that happens to reuse an ``id`` is a miss).
+    """
+    memo: dict = new.__dict__.setdefault("_override_drifts", {})
+    hit = memo.get((id(corpus), id(base)))
+    if hit is not None and hit[0] is corpus and hit[1] is base:
+        return list(hit[2])
+    out = _override_drifts(corpus, base, new)
+    memo[(id(corpus), id(base))] = (corpus, base, out)
+    return list(out)
+
+
+def _override_drifts(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> list[OverrideDrift]:
     out: list[OverrideDrift] = []
     for patch, attr, ours in overrides(corpus):
         old_fp = member_fingerprint(base, patch.target, attr.name)

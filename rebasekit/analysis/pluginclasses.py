@@ -11,13 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from rebasekit.analysis.shapes import self_assignments
 from rebasekit.astutil import dotted
 from rebasekit.corpus import version_gates
 from rebasekit.corpus.constructed import constructed_class_names
-from rebasekit.corpus.models import PatchClass, PluginCorpus
+from rebasekit.corpus.models import PatchClass, PluginCorpus, corpus_memo
 from rebasekit.index import CodeIndex, Symbol
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -94,10 +94,7 @@ def _class_names(node: ast.ClassDef) -> set[str]:
 
 def _memo(corpus: PluginCorpus, key: str, build: Callable[[], T]) -> T:
     """One result per corpus: the corpus never changes after extraction."""
-    memo: dict[str, Any] = corpus.__dict__.setdefault("_class_memo", {})
-    if key not in memo:
-        memo[key] = build()
-    return memo[key]
+    return corpus_memo(corpus, ("pluginclasses", key), build)
 
 
 def plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:

@@ -21,7 +21,7 @@ from rebasekit.analysis.callsites import Unpacking
 from rebasekit.analysis.shapes import dotted
 from rebasekit.analysis.wrapdeps import FuncNode, wrapper_use
 from rebasekit.astutil import first_param
-from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall
+from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall, corpus_memo
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,12 @@ def _self_callee(
     return func.attr, None
 
 
-def _patch_unpackings(corpus: PluginCorpus) -> Iterator[tuple[UpstreamCall, int, bool, int]]:
+def _patch_unpackings(corpus: PluginCorpus) -> list[tuple[UpstreamCall, int, bool, int]]:
+    """Every unpacking of a ``self`` call in the patches (both lists below are cut from it)."""
+    return corpus_memo(corpus, ("patch_unpackings",), lambda: list(_walk_patches(corpus)))
+
+
+def _walk_patches(corpus: PluginCorpus) -> Iterator[tuple[UpstreamCall, int, bool, int]]:
     for patch in corpus.patches:
         cls = corpus.class_node(patch)
         if not patch.target or cls is None:
@@ -113,6 +118,10 @@ def self_unpackings(corpus: PluginCorpus) -> list[Unpacking]:
 
 def star_unpackings(corpus: PluginCorpus) -> list[StarUnpacking]:
     """Starred unpackings of upstream calls: through ``self`` in patches, and import-named."""
+    return list(corpus_memo(corpus, ("star_unpackings",), lambda: _star_unpackings(corpus)))
+
+
+def _star_unpackings(corpus: PluginCorpus) -> list[StarUnpacking]:
     out = [
         StarUnpacking(call, n, line)
         for call, n, starred, line in _patch_unpackings(corpus)
@@ -126,8 +135,8 @@ def star_unpackings(corpus: PluginCorpus) -> list[StarUnpacking]:
         module = corpus.module(relpath)
         if module is None:
             continue
-        for node in ast.walk(module):
-            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        for node in corpus.nodes(relpath, ast.Assign):  # the corpus's one walk of the file
+            if not isinstance(node.value, ast.Call):
                 continue
             shape = _target_shape(node)
             if shape is None or not shape[1] or (relpath, node.lineno) in seen:

@@ -9,6 +9,7 @@ from rebasekit.analysis.wrapdeps import FuncNode, touched, wrapper_use
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Severity
+from rebasekit.index.cache import DataStore, content_memo
 from rebasekit.records import BaseBodyChanged
 
 
@@ -17,6 +18,7 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
     base = ctx.base
     if base is None:
         return
+    store = ctx.new.cache.derived()
     for od in override_drifts(ctx.corpus, base, ctx.new):
         kind = (
             "copies"
@@ -25,7 +27,7 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
         )
         touches: tuple[str, ...] = ()
         if kind == "wraps":
-            found = _wrapper_touches(od)
+            found = _cached_touches(store, ctx.corpus.source_text(od.patch.relpath), od)
             if found is not None and not found:
                 continue  # a pass-through of the original: its body change is not the wrapper's
             touches = found or ()
@@ -63,6 +65,28 @@ def check_mirrored_bodies(ctx: ScanContext) -> Iterator[Finding]:
 def _orig_targets(patch) -> set[str]:
     """Attributes whose original the patch keeps (and so probably calls)."""
     return {a.attr for a in patch.orig_aliases}
+
+
+def _cached_touches(
+    store: DataStore, plugin_text: str, od: OverrideDrift
+) -> tuple[str, ...] | None:
+    """:func:`_wrapper_touches`, kept in ``store`` under the texts it reads.
+
+    The wrapper is the first definition of its qualname in the plugin file's text; the
+    old and new originals are parsed from their symbols' own lines (``symbol_definition``).
+    Walking the three bodies is what a warm scan spent most of this check's time on.
+    """
+    parts = (
+        plugin_text,
+        od.ours.qualname,
+        tuple(sorted(a.alias for a in od.patch.orig_aliases)),
+        od.attr,
+        (od.old_sym.name, od.old_sym.source),
+        (od.new_sym.name, od.new_sym.source),
+    )
+    return content_memo(
+        store, "wrapper_touches", parts, lambda: _wrapper_touches(od), tuple[str, ...] | None
+    )
 
 
 def _wrapper_touches(od: OverrideDrift) -> tuple[str, ...] | None:

@@ -11,10 +11,12 @@ analysis takes its text (:meth:`PluginCorpus.source_text`) and syntax tree
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rebasekit.astutil import walk
 from rebasekit.datacodec import record
 from rebasekit.degradation import Degradation
 from rebasekit.index.models import Signature
@@ -30,6 +32,7 @@ RULES = (RULE_CONFIGURED, RULE_GENERIC, RULE_ORIG, RULE_ASSIGNMENT, RULE_REGISTR
 
 
 N = TypeVar("N", bound=ast.AST)
+R = TypeVar("R")
 
 
 @record
@@ -238,7 +241,7 @@ class PluginCorpus:
         if table is None:
             table = {}
             module = self.module(relpath)
-            for node in ast.walk(module) if module is not None else ():
+            for node in walk(module) if module is not None else ():
                 table.setdefault(type(node), []).append(node)
             self._by_type[relpath] = table
         return table.get(kind, [])  # type: ignore[return-value]
@@ -285,3 +288,16 @@ class PluginCorpus:
         for key in ("comments", "sources", "modules", "_by_type"):
             data.pop(key, None)
         return data
+
+
+def corpus_memo(corpus: PluginCorpus, key: tuple, build: Callable[[], R]) -> R:
+    """One result per corpus and ``key`` for an analysis that reads nothing but the corpus.
+
+    The corpus never changes after extraction, and a scan asks the same questions of it
+    at NEW and again at OLD; a narrowed copy (``dataclasses.replace``) starts empty.
+    Callers must not change what they get back.
+    """
+    memo: dict[tuple, Any] = corpus.__dict__.setdefault("_analysis_memo", {})
+    if key not in memo:
+        memo[key] = build()
+    return memo[key]

@@ -37,10 +37,16 @@ class CodeIndex:
         )  # type: ignore[assignment]
         self._modules: dict[str, ModuleFacts | None] = {}
         self._texts: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
         self._name_table: dict[str, list[str]] | None = None
         self.parsed = 0  # modules parsed (cache misses), for benchmarks
         self._own_degradations: list[Degradation] = []
         self._building: set[str] = set()  # classes whose bases are being resolved
+        # Outermost lookups and MROs, which depend on the tree alone (the checks ask for
+        # the same few thousand names again and again); the inner ones, made while a
+        # class's bases are being resolved, see that class as cyclic and are not kept.
+        self._lookups: dict[str, Resolution] = {}
+        self._mros: dict[tuple[str, tuple[str, ...]], list[Symbol]] = {}
 
     @property
     def degradations(self) -> list[Degradation]:
@@ -84,6 +90,12 @@ class CodeIndex:
             self._texts[relpath] = self.tree.read_text(relpath)
         return self._texts[relpath]
 
+    def lines(self, relpath: str) -> list[str]:
+        """The file's text split once, line ends kept (every symbol's source is a slice)."""
+        if relpath not in self._lines:
+            self._lines[relpath] = self.text(relpath).splitlines(keepends=True)
+        return self._lines[relpath]
+
     # -- resolution ----------------------------------------------------------------
     def resolve(self, dotted: str) -> Symbol | None:
         """The canonical definition ``dotted`` names, after following re-exports."""
@@ -92,7 +104,12 @@ class CodeIndex:
 
     def lookup(self, dotted: str) -> Resolution:
         """Resolve ``dotted`` and say how far it got (see :class:`Status`)."""
-        return self._lookup(dotted, 0)
+        if self._building:
+            return self._lookup(dotted, 0)
+        res = self._lookups.get(dotted)
+        if res is None:
+            res = self._lookups[dotted] = self._lookup(dotted, 0)
+        return res
 
     def _lookup(self, dotted: str, depth: int) -> Resolution:
         parts = [p for p in dotted.split(".") if p]
@@ -239,7 +256,13 @@ class CodeIndex:
     # -- classes -------------------------------------------------------------------
     def mro(self, cls: Symbol) -> list[Symbol]:
         """Classes of ``cls``'s MRO that the tree defines (C3; depth-first if C3 fails)."""
-        return self._mro(cls, set())
+        if self._building:
+            return self._mro(cls, set())
+        key = (cls.qualname, cls.bases)
+        found = self._mros.get(key)
+        if found is None:
+            found = self._mros[key] = self._mro(cls, set())
+        return [cls, *found[1:]]  # the caller's own symbol first (its external bases may differ)
 
     def _mro(self, cls: Symbol, active: set[str]) -> list[Symbol]:
         if cls.qualname in active:

@@ -90,10 +90,9 @@ class Symbol:
     def source(self) -> str:
         """Source text of the whole definition (the whole file for a module)."""
         assert self.index is not None
-        text = self.index.text(self.relpath)
         if self.kind == "module" or self.lineno is None:
-            return text
-        lines = text.splitlines(keepends=True)
+            return self.index.text(self.relpath)
+        lines = self.index.lines(self.relpath)
         return "".join(lines[self.lineno - 1 : self.end_lineno or self.lineno])
 
 

@@ -364,11 +364,33 @@ def _class_body(body: list[ast.stmt], fact: DefFact) -> None:
                 _class_body(handler.body, fact)
 
 
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(func: ast.AST) -> list[ast.AST]:
+    """The statements under ``func`` (nested ones too) in ``ast.walk``'s order.
+
+    Only statements assign, and a statement's parent is a statement, an ``except``
+    handler or a ``case``; walking just those, breadth first with children in field
+    order, keeps the relative order of the full walk at a tenth of the nodes.
+    """
+    out: list[ast.AST] = [func]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out.extend([v for v in value if isinstance(v, _BLOCKS)])
+    return out
+
+
 def _instance_attrs(func: ast.FunctionDef | ast.AsyncFunctionDef, into: dict[str, int]) -> None:
     if not func.args.args:
         return
     self_name = func.args.args[0].arg
-    for node in ast.walk(func):
+    for node in _statements(func):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
