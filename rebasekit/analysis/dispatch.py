@@ -87,18 +87,19 @@ def _build_classes(corpus: PluginCorpus) -> _Classes:
     return _Classes(by_name)
 
 
-def _self_literals(tests: tuple[str, ...]) -> set[str]:
-    """Strings a guard compares a ``self.`` attribute with (``==`` or ``in``)."""
+def _guard_literals(tests: tuple[str, ...], *, self_only: bool) -> set[str]:
+    """Strings the guards compare with (``==`` or ``in``); ``self_only``: only ``self.`` attributes."""
     out: set[str] = set()
     for text in tests:
         try:
             test = ast.parse(text, mode="eval").body
         except SyntaxError:
             continue
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            left = dotted(test.left) or ""
-            if left.startswith("self."):
-                out |= _literals(test.ops[0], test.comparators[0])
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            continue
+        if self_only and not (dotted(test.left) or "").startswith("self."):
+            continue
+        out |= _literals(test.ops[0], test.comparators[0])
     return out
 
 
@@ -110,19 +111,6 @@ def _literals(op: ast.cmpop, right: ast.expr) -> set[str]:
             e.value for e in right.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
         }
     return set()
-
-
-def _tested(tests: tuple[str, ...]) -> set[str]:
-    """Strings any guard compares anything with."""
-    out: set[str] = set()
-    for text in tests:
-        try:
-            test = ast.parse(text, mode="eval").body
-        except SyntaxError:
-            continue
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            out |= _literals(test.ops[0], test.comparators[0])
-    return out
 
 
 def dispatched_override(
@@ -139,7 +127,7 @@ def dispatched_override(
     ]
     if len(here) != 1 or here[0].in_else:
         return None
-    literals = _self_literals(here[0].tests)
+    literals = _guard_literals(here[0].tests, self_only=True)
     if not literals:
         return None
     classes = _classes(corpus)
@@ -151,7 +139,7 @@ def dispatched_override(
             return None
         for m in found:
             if m.kind == "call":
-                for lit in _tested(m.tests) & literals:
+                for lit in _guard_literals(m.tests, self_only=False) & literals:
                     built.setdefault(lit, set()).add(cls)
     if set(built) != literals:
         return None  # some string is never tied to a class the plugin builds

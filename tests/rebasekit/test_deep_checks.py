@@ -110,25 +110,36 @@ def test_same_tree_has_no_deep_drift():
     assert {f.code for f in result.findings} == {"RK404"}
 
 
-def test_rk401_is_reported_for_every_patch_of_the_bypassed_class(tmp_path):
+def _scan_with_patch(tmp_path, module: str, patch: str, body: str, select: list[str]):
+    """The fixture plugin plus one more patch of ``Runner`` (``patch`` with ``body``), scanned."""
     from deep_helpers import copy_fixtures
 
     fx = copy_fixtures(tmp_path)
-    (fx / "plugin" / "deepplug" / "runner_extra.py").write_text(
+    (fx / "plugin" / "deepplug" / f"{module}.py").write_text(
         "from arctic_inference.patching import ArcticPatch\n"
         "from vllm.worker.runner import Runner\n\n\n"
-        "class RunnerExtraPatch(ArcticPatch[Runner]):\n"
+        f"class {patch}(ArcticPatch[Runner]):\n"
         "    _orig_execute = Runner.execute\n\n"
         "    def execute(self, batch):\n"
-        "        return RunnerExtraPatch._orig_execute(self, batch)\n"
+        f"        return {body}\n"
     )
-    result = scan_plugin(
+    return scan_plugin(
         str(fx / "upstream_new"),
         old=str(fx / "upstream_old"),
         plugin=fx / "plugin" / "deepplug",
-        select=["RK401"],
+        select=select,
+    ).findings
+
+
+def test_rk401_is_reported_for_every_patch_of_the_bypassed_class(tmp_path):
+    findings = _scan_with_patch(
+        tmp_path,
+        "runner_extra",
+        "RunnerExtraPatch",
+        "RunnerExtraPatch._orig_execute(self, batch)",
+        ["RK401"],
     )
-    found = {f.details["patch"]: f for f in _by(result.findings, "RK401")}
+    found = {f.details["patch"]: f for f in _by(findings, "RK401")}
     # Each patch is routed around on its own; one finding per class would hide the second.
     assert set(found) == {"RunnerPatch", "RunnerExtraPatch"}
     assert found["RunnerExtraPatch"].plugin.path.endswith("runner_extra.py")
@@ -136,26 +147,16 @@ def test_rk401_is_reported_for_every_patch_of_the_bypassed_class(tmp_path):
 
 
 def test_rk303_says_gone_only_for_what_the_base_pin_had(tmp_path):
-    from deep_helpers import copy_fixtures
-
     from rebasekit.findings import Severity
 
-    fx = copy_fixtures(tmp_path)
-    (fx / "plugin" / "deepplug" / "runner_reads.py").write_text(
-        "from arctic_inference.patching import ArcticPatch\n"
-        "from vllm.worker.runner import Runner\n\n\n"
-        "class RunnerReadsPatch(ArcticPatch[Runner]):\n"
-        "    _orig_execute = Runner.execute\n\n"
-        "    def execute(self, batch):\n"
-        "        return self.never_upstream + RunnerReadsPatch._orig_execute(self, batch)\n"
+    findings = _scan_with_patch(
+        tmp_path,
+        "runner_reads",
+        "RunnerReadsPatch",
+        "self.never_upstream + RunnerReadsPatch._orig_execute(self, batch)",
+        ["RK303"],
     )
-    result = scan_plugin(
-        str(fx / "upstream_new"),
-        old=str(fx / "upstream_old"),
-        plugin=fx / "plugin" / "deepplug",
-        select=["RK303"],
-    )
-    found = {f.details["attribute"]: f for f in _by(result.findings, "RK303")}
+    found = {f.details["attribute"]: f for f in _by(findings, "RK303")}
     assert set(found) == {"block_size", "never_upstream"}
     gone, never = found["block_size"], found["never_upstream"]
     assert gone.severity is Severity.ERROR and "no longer assigns" in gone.message
