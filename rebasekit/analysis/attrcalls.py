@@ -88,7 +88,22 @@ def _call_target(index: CodeIndex, cls: Symbol) -> Symbol | None:
 
 
 def attribute_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
-    """Calls ``self.X(...)`` and ``self.X.m(...)`` on attributes holding upstream objects."""
+    """Calls ``self.X(...)`` and ``self.X.m(...)`` on attributes holding upstream objects.
+
+    Two checks ask for the same corpus and index; the answer is kept on the index, next
+    to the corpus it was computed for (compared by identity, so another corpus misses).
+    Callers must not change the list they get back.
+    """
+    memo: list = index.__dict__.setdefault("_attribute_calls", [])
+    for seen, sites in memo:
+        if seen is corpus:
+            return sites
+    sites = _attribute_calls(corpus, index)
+    memo.append((corpus, sites))
+    return sites
+
+
+def _attribute_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
     out: list[CallSite] = []
     for relpath in corpus.parsed_relpaths():
         names = import_map(corpus, relpath)

@@ -243,3 +243,28 @@ def test_an_override_forwarding_its_own_parameter_is_left_to_rk218(tmp_path) -> 
 
 _LAYERS_OLD = {"layers.py": LAYERS_OLD}
 _LAYERS_NEW = {"layers.py": LAYERS_NEW}
+
+
+def test_attribute_calls_are_kept_per_index_and_corpus(tmp_path) -> None:
+    from rebasekit.analysis.attrcalls import _attribute_calls, attribute_calls
+    from rebasekit.corpus import extract_corpus
+    from rebasekit.index.cache import FactsCache
+    from rebasekit.index.code_index import CodeIndex
+    from rebasekit.upstream.spec import open_tree
+
+    new = upstream(tmp_path / "new", "1.1.0", {"layers.py": LAYERS_NEW, "model.py": MODEL_NEW})
+    pkg = plugin(tmp_path / "plug", {"m.py": PLUGIN, "patching.py": PATCHING})
+    corpus = extract_corpus(pkg, ("Patch",), "vllm")
+    index = CodeIndex(open_tree(str(new)), FactsCache(None))
+    first = attribute_calls(corpus, index)
+    assert first and attribute_calls(corpus, index) is first  # asked again: the same answer
+    fresh = CodeIndex(open_tree(str(new)), FactsCache(None))
+    assert attribute_calls(corpus, fresh) is not first  # another index computes its own
+    # Another plugin (without the model file) on the same index must not get the old answer.
+    other = extract_corpus(
+        plugin(tmp_path / "plug2", {"patching.py": PATCHING}), ("Patch",), "vllm"
+    )
+    assert attribute_calls(other, index) == [] == _attribute_calls(other, index)
+    assert [s.call.callee for s in first] == [
+        s.call.callee for s in _attribute_calls(corpus, fresh)
+    ]
