@@ -52,6 +52,13 @@ def rank_main(rank: int, ckpt: str, port: int, seed: int, out: str) -> None:
                 }
             )
         )
+    # Both ranks leave together, with the groups torn down: a rank exiting while gloo's
+    # threads still serve the other one aborts the process ("terminate called ...").
+    from vllm.distributed import destroy_distributed_environment, destroy_model_parallel
+
+    torch.distributed.barrier()
+    destroy_model_parallel()
+    destroy_distributed_environment()
 
 
 if __name__ == "__main__":
