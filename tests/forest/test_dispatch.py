@@ -114,3 +114,60 @@ def test_would_group_agrees_with_the_builders_plan(full_graph_step):
     assert not planner.would_group(query_lens[:7], computed[:7], host)  # under 8 requests
     planner.mark_step(common.num_reqs)
     assert builder.build(0, common).forest is not None
+
+
+@pytest.fixture
+def full_graph_runner(full_graph_step):
+    """The runner of ``full_graph_step`` with vLLM's real dispatcher of full and piecewise graphs."""
+    from vllm.config import CompilationConfig, CUDAGraphMode
+    from vllm.config.compilation import CompilationMode
+    from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+
+    runner, builder, common = full_graph_step
+    graphs = CompilationConfig(
+        mode=CompilationMode.VLLM_COMPILE,
+        cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
+        cudagraph_capture_sizes=[1, 2, 4, 8, 16, 32],
+        max_cudagraph_capture_size=32,
+    )
+    graphs.set_splitting_ops_for_v1(all2all_backend="naive", data_parallel_size=1)
+    config = builder.vllm_config
+    object.__setattr__(config, "compilation_config", graphs)
+    dispatcher = CudagraphDispatcher(config)
+    dispatcher.initialize_cudagraph_keys(CUDAGraphMode.FULL_AND_PIECEWISE, 1)
+    runner.vllm_config = config
+    runner.compilation_config = graphs
+    runner.parallel_config = config.parallel_config
+    runner.model_config = config.model_config
+    runner.cudagraph_dispatcher = dispatcher
+    runner.uniform_decode_query_len = 1
+    runner.input_batch.lora_id_to_lora_request = {}
+    return runner, builder, common
+
+
+def _real_decision(runner, common):
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    query_lens = np.diff(common.query_start_loc_cpu.numpy()).astype(np.int32)
+    mode, descriptor, *_ = GPUModelRunner._determine_batch_execution_and_padding(
+        runner, common.num_actual_tokens, common.num_reqs, query_lens, 1, False
+    )
+    return mode, descriptor
+
+
+def test_vllms_own_dispatch_picks_piecewise_only_for_the_grouped_step(
+    full_graph_runner, reverted_patches
+):
+    from vllm.config import CUDAGraphMode
+
+    ForestStepDispatchPatch.apply()
+    runner, builder, common = full_graph_runner
+    mode, descriptor = _real_decision(runner, common)
+    assert mode == CUDAGraphMode.PIECEWISE and descriptor.num_tokens == 16
+    assert builder.build(0, common).forest is not None
+    # The same 16-request decode step without shared blocks replays its full graph.
+    table = runner.input_batch.block_table[0].block_table.np
+    table[: common.num_reqs, :20] = np.arange(1000, 1000 + common.num_reqs * 20).reshape(-1, 20)
+    mode, _ = _real_decision(runner, common)
+    assert mode == CUDAGraphMode.FULL
+    assert builder.forest.marked_reqs is None
