@@ -16,7 +16,7 @@ import ast
 from rebasekit.analysis.callsites import CallSite
 from rebasekit.analysis.pluginclasses import expand, import_map, self_name
 from rebasekit.astutil import dotted
-from rebasekit.corpus.models import PluginCorpus, UpstreamCall
+from rebasekit.corpus.models import PluginCorpus, UpstreamCall, corpus_memo
 from rebasekit.index import CodeIndex, Symbol
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -90,17 +90,10 @@ def _call_target(index: CodeIndex, cls: Symbol) -> Symbol | None:
 def attribute_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
     """Calls ``self.X(...)`` and ``self.X.m(...)`` on attributes holding upstream objects.
 
-    Two checks ask for the same corpus and index; the answer is kept on the index, next
-    to the corpus it was computed for (compared by identity, so another corpus misses).
-    Callers must not change the list they get back.
+    Two checks ask for the same corpus and index: one answer per corpus and index (the
+    index is part of the key by identity). Callers must not change the list they get back.
     """
-    memo: list = index.__dict__.setdefault("_attribute_calls", [])
-    for seen, sites in memo:
-        if seen is corpus:
-            return sites
-    sites = _attribute_calls(corpus, index)
-    memo.append((corpus, sites))
-    return sites
+    return corpus_memo(corpus, ("attribute_calls", index), lambda: _attribute_calls(corpus, index))
 
 
 def _attribute_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
