@@ -21,12 +21,17 @@ device, which waits for queued GPU work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from arctic_inference.vllm.attention.forest_config import ForestConfig, forest_config_for
-from arctic_inference.vllm.attention.grouping import find_prefix_groups, ineligible_reason
+from arctic_inference.vllm.attention.grouping import (
+    ForestGrouping,
+    find_prefix_groups,
+    ineligible_reason,
+)
 from arctic_inference.vllm.attention.plan import ForestPlan, build_forest_plan
 
 __all__ = ["STATS", "ForestPlanner"]
@@ -105,11 +110,10 @@ class ForestPlanner:
         if reason is not None:
             return False
         computed = np.asarray(computed, dtype=np.int64)
-        columns = int(computed.max(initial=0)) // self.block_size
-        if columns < 1:
-            return False
-        table = block_table_cpu[:num_reqs, :columns]
-        return find_prefix_groups(table, computed, self.block_size, self.config) is not None
+        grouping, _, _ = self._groups(
+            computed, lambda columns: block_table_cpu[:num_reqs, :columns]
+        )
+        return grouping is not None
 
     def mark_step(self, num_reqs: int) -> None:
         """The runner dispatched this step with piecewise graphs so that it can be grouped."""
@@ -134,13 +138,11 @@ class ForestPlanner:
         qsl = common.query_start_loc_cpu.numpy()[: num_reqs + 1].astype(np.int64)
         seq_lens = common.seq_lens_cpu_upper_bound.numpy()[:num_reqs].astype(np.int64)
         computed = seq_lens - (qsl[1:] - qsl[:-1])
-        columns = int(computed.max()) // self.block_size
-        if columns < 1:
-            return self._skip("no fully computed block")
-        table_cpu = self._host_rows(common.block_table_tensor, num_reqs, columns)
-        grouping = find_prefix_groups(table_cpu, computed, self.block_size, self.config)
+        grouping, table_cpu, reason = self._groups(
+            computed, lambda columns: self._host_rows(common.block_table_tensor, num_reqs, columns)
+        )
         if grouping is None:
-            return self._skip("no prefix groups worth grouping")
+            return self._skip(reason)
         self.last_reason = None
         STATS["planned"] += 1
         return build_forest_plan(
@@ -152,6 +154,21 @@ class ForestPlanner:
             max_seq_len=common.max_seq_len,
             block_size=self.block_size,
         )
+
+    def _groups(
+        self, computed: np.ndarray, table_rows: Callable[[int], np.ndarray]
+    ) -> tuple[ForestGrouping | None, np.ndarray | None, str]:
+        """The groups of a step from its computed tokens and ``table_rows(columns)``.
+
+        One body for the runner's question (:meth:`would_group`) and the builder's plan,
+        so the two cannot drift apart. The string says why there are none.
+        """
+        columns = int(computed.max(initial=0)) // self.block_size
+        if columns < 1:
+            return None, None, "no fully computed block"
+        table = table_rows(columns)
+        grouping = find_prefix_groups(table, computed, self.block_size, self.config)
+        return grouping, table, "no prefix groups worth grouping"
 
     @staticmethod
     def _host_rows(device_table: Any, num_reqs: int, columns: int) -> np.ndarray:
