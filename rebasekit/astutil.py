@@ -41,12 +41,11 @@ def first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return args[0].arg if args else None
 
 
-def children(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.iter_child_nodes(node))``, in its order, without its two generators.
+# The attribute under which a tree kept for many walks holds each node's children.
+_KIDS = "_rebasekit_children"
 
-    The checks visit about a million nodes per scan; the generator chain of the stdlib
-    helpers was the largest single cost of a warm scan.
-    """
+
+def _child_list(node: ast.AST) -> list[ast.AST]:
     out: list[ast.AST] = []
     for name in node._fields:
         value = getattr(node, name, None)
@@ -55,6 +54,31 @@ def children(node: ast.AST) -> list[ast.AST]:
         elif isinstance(value, list):
             out.extend([v for v in value if isinstance(v, ast.AST)])
     return out
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, in its order (callers must not change the list).
+
+    The checks visit about a million nodes per scan, most of them in the plugin's own
+    trees, which every check walks again: a tree passed to :func:`keep_children` answers
+    from the lists stored on its nodes; any other tree is read field by field each time.
+    """
+    kids = getattr(node, _KIDS, None)
+    return kids if kids is not None else _child_list(node)
+
+
+def keep_children(tree: ast.AST) -> None:
+    """Store each node's children on it, for a tree that is walked many times and never
+    changed (the plugin's files, kept for a whole scan); upstream trees are walked a few
+    times each and are left alone, so their memory does not grow by a list per node."""
+    if getattr(tree, _KIDS, None) is not None:
+        return
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        kids = _child_list(node)
+        setattr(node, _KIDS, kids)
+        todo.extend(kids)
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
@@ -72,7 +96,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def own_nodes(func: ast.AST) -> Iterator[ast.AST]:
     """Nodes of ``func``'s body, not descending into nested functions, lambdas or classes."""
-    stack = children(func)
+    stack = list(children(func))
     while stack:
         node = stack.pop()
         yield node

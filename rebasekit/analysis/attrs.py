@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rebasekit.analysis.defnodes import def_node
 from rebasekit.analysis.shapes import AttrValue, self_assignments
+from rebasekit.astutil import walk
 from rebasekit.corpus.constructed import constructed_class_names
 from rebasekit.corpus.extract import ORIG_PREFIX
 from rebasekit.corpus.models import PatchClass, PluginCorpus
@@ -74,7 +75,7 @@ def _installed_functions(
     lines = {a.lineno for a in patch.attributes if a.kind in ("method", "property")}
     return [
         n
-        for n in ast.walk(module)
+        for n in walk(module)
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno in lines
     ]
 
@@ -91,7 +92,7 @@ def _sets_computed_names(corpus: PluginCorpus, patch: PatchClass) -> bool:
         and call.args[0].id == "self"
         and not isinstance(call.args[1], ast.Constant)
         for func in funcs
-        for call in ast.walk(func)
+        for call in walk(func)
     )
 
 

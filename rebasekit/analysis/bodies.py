@@ -14,7 +14,7 @@ import hashlib
 import textwrap
 from dataclasses import dataclass
 
-from rebasekit.astutil import parse_shared
+from rebasekit.astutil import parse_shared, walk
 
 DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -88,7 +88,7 @@ def fingerprint(node: ast.AST) -> str:
     tree cost more than the rest of the mirrored-body check together.
     """
     saved: list[tuple[ast.AST, list[ast.stmt]]] = []
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
             stripped = _docstring_free_body(sub)
             if stripped is not None:

@@ -177,7 +177,7 @@ def upstream_call_sites(
         for func in node.body:
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for call in ast.walk(func):
+            for call in walk(func):
                 if isinstance(call, ast.Call):
                     name = dotted(call.func) or ""
                     if name.rsplit(".", 1)[-1] == want:

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.pluginclasses import expand, import_map
-from rebasekit.astutil import dotted
+from rebasekit.astutil import dotted, walk
 from rebasekit.corpus import version_gates
 from rebasekit.corpus.models import PluginCorpus
 
@@ -47,7 +47,7 @@ def _captured(value: ast.expr) -> str | None:
 
 def _probes(test: ast.expr) -> bool:
     return any(
-        isinstance(n, ast.Call) and dotted(n.func) in ("hasattr", "getattr") for n in ast.walk(test)
+        isinstance(n, ast.Call) and dotted(n.func) in ("hasattr", "getattr") for n in walk(test)
     )
 
 

@@ -23,7 +23,7 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.pluginclasses import PluginClass, expand, import_map, method_nodes
-from rebasekit.astutil import dotted, parse_text
+from rebasekit.astutil import dotted, parse_text, walk
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.datacodec import record
 from rebasekit.index import CodeIndex
@@ -86,7 +86,7 @@ def _annotation_names(node: ast.expr) -> list[str]:
             return []
         node = parsed.body[0].value
     out: list[str] = []
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, (ast.Name, ast.Attribute)):
             text = dotted(sub)
             if text:
@@ -330,7 +330,7 @@ def _reads_in(
     if isinstance(node, ast.Compare):
         out: list[tuple[FieldValue, str]] = []
         for side in [node.left, *node.comparators]:
-            for sub in ast.walk(side):
+            for sub in walk(side):
                 if not isinstance(sub, ast.Attribute):
                     continue
                 full = expand(names, dotted(sub.value))

@@ -19,7 +19,7 @@ import textwrap
 
 from rebasekit.analysis.mentions import Mention, module_mentions, plugin_mentions, tree_mentions
 from rebasekit.analysis.pluginclasses import expand, import_map
-from rebasekit.astutil import dotted, parse_text
+from rebasekit.astutil import dotted, parse_text, walk
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex, Symbol
 
@@ -342,7 +342,7 @@ def _overrides(node: ast.ClassDef, method: str) -> bool:
 
 
 def _never_calls_base(func: FuncNode, method: str) -> bool:
-    for sub in ast.walk(func):
+    for sub in walk(func):
         if isinstance(sub, ast.Attribute) and sub.attr == method:
             if not (isinstance(sub.value, ast.Name) and sub.value.id == "self"):
                 return False  # super().m, Base.m(self): the upstream method runs too
@@ -365,7 +365,7 @@ def _resets_slot(node: ast.ClassDef, slot: str, upstream_tests: set[str]) -> boo
         return False
     supers = [
         c.lineno
-        for c in ast.walk(init)
+        for c in walk(init)
         if isinstance(c, ast.Call)
         and isinstance(c.func, ast.Attribute)
         and c.func.attr == "__init__"

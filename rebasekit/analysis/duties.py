@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rebasekit.analysis.defnodes import def_node
 from rebasekit.analysis.shapes import self_assignments
 from rebasekit.analysis.wrapdeps import FuncNode
+from rebasekit.astutil import walk
 from rebasekit.index import CodeIndex, Symbol
 
 
@@ -30,7 +31,7 @@ class NewDuty:
 def _reads(func: FuncNode) -> dict[str, int]:
     me = func.args.args[0].arg if func.args.args else "self"
     out: dict[str, int] = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from rebasekit.astutil import parse_text
+from rebasekit.astutil import children, parse_text
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex
 
@@ -111,7 +111,7 @@ class _Walker:
                 self.add(node.attr, Mention(self.relpath, node.lineno, scope, "ref"))
                 return
             self.add(node.attr, Mention(self.relpath, node.lineno, scope, "ref"))
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self.walk(child, scope, tests, in_else)
 
     def _assign(self, node: ast.Assign, scope: str, tests: tuple[str, ...], in_else: bool) -> None:

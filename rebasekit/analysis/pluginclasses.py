@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rebasekit.analysis.shapes import self_assignments
-from rebasekit.astutil import dotted
+from rebasekit.astutil import children, dotted
 from rebasekit.corpus import version_gates
 from rebasekit.corpus.constructed import constructed_class_names
 from rebasekit.corpus.models import PatchClass, PluginCorpus, corpus_memo
@@ -201,7 +201,7 @@ def method_nodes(func: FuncNode, version: str | None) -> list[ast.AST]:
     do not run at the scanned release.
     """
     out: list[ast.AST] = []
-    stack: list[ast.AST] = list(ast.iter_child_nodes(func))
+    stack: list[ast.AST] = list(children(func))
     while stack:
         node = stack.pop()
         if isinstance(node, ast.ClassDef):
@@ -216,5 +216,5 @@ def method_nodes(func: FuncNode, version: str | None) -> list[ast.AST]:
             if version_gates.runs_at(else_spec, version):
                 stack.extend(node.orelse)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return out

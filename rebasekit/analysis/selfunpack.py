@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from rebasekit.analysis.callsites import Unpacking
 from rebasekit.analysis.shapes import dotted
 from rebasekit.analysis.wrapdeps import FuncNode, wrapper_use
-from rebasekit.astutil import first_param
+from rebasekit.astutil import first_param, walk
 from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall, corpus_memo
 
 
@@ -82,7 +82,7 @@ def _walk_patches(corpus: PluginCorpus) -> Iterator[tuple[UpstreamCall, int, boo
             if not isinstance(method, FuncNode):
                 continue
             me = first_param(method)
-            for node in ast.walk(method):
+            for node in walk(method):
                 if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
                     continue
                 shape = _target_shape(node)

@@ -14,7 +14,7 @@ import posixpath
 from dataclasses import dataclass
 
 from rebasekit.analysis.binding import CallShape, shape_of_call
-from rebasekit.astutil import dotted, parse_text
+from rebasekit.astutil import children, dotted, parse_text
 from rebasekit.datacodec import record
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.cache import tree_memo
@@ -54,7 +54,7 @@ def _file_calls(index: CodeIndex, relpath: str) -> dict[str, list[UpstreamUse]]:
         return out
 
     def visit(node: ast.AST, scope: str) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 visit(child, f"{scope}.{child.name}" if scope else child.name)
                 continue

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.shapes import return_shape, self_assignments
-from rebasekit.astutil import first_param, own_nodes
+from rebasekit.astutil import children, first_param, own_nodes
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -50,7 +50,7 @@ def wrapper_use(func: FuncNode, aliases: set[str], attr: str) -> WrapperUse:
     me = first_param(func)
     parents: dict[ast.AST, ast.AST] = {}
     for node in own_nodes(func):
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             parents[child] = node
     reads: set[str] = set()
     writes: set[str] = set()

@@ -13,7 +13,7 @@ import ast
 
 from rebasekit.analysis.attrs import Provision
 from rebasekit.analysis.defnodes import def_node
-from rebasekit.astutil import dotted, parse_text
+from rebasekit.astutil import dotted, parse_text, walk
 from rebasekit.index import CodeIndex, Symbol
 
 
@@ -63,7 +63,7 @@ def unwrapper(index: CodeIndex, cls: Symbol, attr: str, wrapper: str) -> Symbol 
                 continue
             if not _returns_attr(func, attr):
                 continue  # tests the wrapper for another purpose than handing the object out
-            for call in ast.walk(func):
+            for call in walk(func):
                 if not (
                     isinstance(call, ast.Call)
                     and dotted(call.func) == "isinstance"
@@ -71,16 +71,16 @@ def unwrapper(index: CodeIndex, cls: Symbol, attr: str, wrapper: str) -> Symbol 
                 ):
                     continue
                 subject, kinds = call.args
-                names = {(dotted(k) or "").rsplit(".", 1)[-1] for k in ast.walk(kinds)}
+                names = {(dotted(k) or "").rsplit(".", 1)[-1] for k in walk(kinds)}
                 if dotted(subject) == f"self.{attr}" and short in names:
                     return index.lookup_member(klass, func.name)
     return None
 
 
 def _returns_attr(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Return) and node.value is not None:
-            for sub in ast.walk(node.value):
+            for sub in walk(node.value):
                 if dotted(sub) == f"self.{attr}":
                     return True
     return False
@@ -96,7 +96,7 @@ def stores_into(cls: ast.ClassDef, attr: str | None = None) -> dict[tuple[str, s
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         me = func.args.args[0].arg if func.args.args else "self"
-        for node in ast.walk(func):
+        for node in walk(func):
             holders: list[ast.expr] = []
             if isinstance(node, ast.Assign):
                 holders = [t.value for t in node.targets if isinstance(t, ast.Attribute)]

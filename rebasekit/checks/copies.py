@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from rebasekit.analysis.bodies import changed_lines, similarity, unified
 from rebasekit.analysis.overrides import plugin_definitions, symbol_definition
 from rebasekit.analysis.pluginclasses import PluginClass, plugin_classes, upstream_class
-from rebasekit.astutil import dotted
+from rebasekit.astutil import dotted, walk
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding
@@ -28,7 +28,7 @@ COPY_THRESHOLD = 0.6
 def _delegates(func: ast.FunctionDef | ast.AsyncFunctionDef, pc: PluginClass) -> bool:
     """Whether ``func`` calls the method it overrides through super() or the base."""
     base = pc.upstream.rsplit(".", 1)[-1]
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             recv = node.func.value
             if node.func.attr != func.name:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rebasekit.astutil import walk
+from rebasekit.astutil import keep_children, walk
 from rebasekit.datacodec import record
 from rebasekit.degradation import Degradation
 from rebasekit.index.models import Signature
@@ -205,11 +205,14 @@ class PluginCorpus:
         """The syntax tree of a plugin file (None: not in the corpus, or it does not parse).
 
         A corpus rebuilt from its dict form (:meth:`to_dict` drops trees) parses the text
-        here on first use, only for a file that parsed at extraction.
+        here on first use, only for a file that parsed at extraction. The tree is shared
+        by every check and must not be changed.
         """
         tree = self.modules.get(relpath)
         if tree is None and relpath in self.sources and self._parsed_ok(relpath):
             tree = self.modules[relpath] = ast.parse(self.sources[relpath], filename=relpath)
+        if tree is not None:
+            keep_children(tree)  # every check walks it again: see astutil.children
         return tree
 
     def parsed_relpaths(self) -> list[str]:

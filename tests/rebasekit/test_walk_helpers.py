@@ -1,0 +1,57 @@
+"""The walk helpers the checks share: the stdlib's order, with or without kept children."""
+
+from __future__ import annotations
+
+import ast
+
+from rebasekit.astutil import children, keep_children, own_nodes, walk
+
+SOURCE = """
+import os
+
+class A(Base):
+    x: int = 1
+
+    def f(self, y, *a, **k):
+        z = [i for i in y if i]
+        lam = lambda q: q + 1
+        try:
+            return os.path.join(self.x, *a, **k)
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(str(exc)) from exc
+
+        def inner():
+            return z
+
+    async def g(self):
+        async with self.lock:
+            match self.x:
+                case 1 | 2:
+                    pass
+"""
+
+
+def _tree() -> ast.Module:
+    return ast.parse(SOURCE)
+
+
+def test_walk_and_children_keep_the_stdlib_order_with_kept_children() -> None:
+    plain, kept = _tree(), _tree()
+    keep_children(kept)
+    for tree in (plain, kept):
+        assert [ast.dump(n) for n in walk(tree)] == [ast.dump(n) for n in ast.walk(tree)]
+        for node in ast.walk(tree):
+            assert children(node) == list(ast.iter_child_nodes(node))
+
+
+def test_kept_children_are_stored_once_and_own_nodes_leaves_them_whole() -> None:
+    tree = _tree()
+    keep_children(tree)
+    func = tree.body[1].body[1]
+    assert isinstance(func, ast.FunctionDef)
+    before = list(children(func))
+    assert children(func) is children(func)  # the stored list, not a new one
+    names = [type(n).__name__ for n in own_nodes(func)]
+    assert "Lambda" in names and "FunctionDef" in names  # the nested scopes themselves...
+    assert "BinOp" not in names  # ...but not what is inside them (the lambda's q + 1)
+    assert children(func) == before  # walking did not consume the stored list
