@@ -12,10 +12,11 @@ a base outside the tree (``torch.nn.Module`` dispatches to ``forward``).
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from rebasekit.analysis.callsites import CallSite
 from rebasekit.analysis.pluginclasses import expand, import_map, self_name
-from rebasekit.astutil import dotted
+from rebasekit.astutil import children, dotted
 from rebasekit.corpus.models import PluginCorpus, UpstreamCall, corpus_memo
 from rebasekit.index import CodeIndex, Symbol
 
@@ -29,24 +30,49 @@ def _methods(cls: ast.ClassDef) -> list[FuncNode]:
 def _own_walk(func: FuncNode) -> list[ast.AST]:
     """Nodes of ``func`` outside nested classes and functions (their ``self`` is another)."""
     out: list[ast.AST] = []
-    stack: list[ast.AST] = list(ast.iter_child_nodes(func))
+    stack: list[ast.AST] = list(children(func))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         out.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return out
 
 
-def held_classes(cls: ast.ClassDef, names: dict[str, str], index: CodeIndex) -> dict[str, Symbol]:
-    """Attribute -> the upstream class every assignment to ``self.<attribute>`` constructs."""
+@dataclass(frozen=True)
+class _Method:
+    """A method of a plugin class: its ``self`` name and its own attribute calls."""
+
+    func: FuncNode
+    me: str | None
+    calls: list[ast.Call]  # ``<x>.<attr>(...)`` calls outside nested scopes, in walk order
+
+
+@dataclass(frozen=True)
+class _ClassCalls:
+    """What one plugin class assigns to ``self`` attributes and calls through them.
+
+    Read from the plugin's tree alone, so it is built once per corpus; which of those
+    attributes hold upstream classes depends on the index and is resolved per index.
+    """
+
+    relpath: str
+    cls: ast.ClassDef
+    built: dict[str, set[str | None]]  # attribute -> the callee of each assignment (None: no call)
+    methods: list[_Method]
+
+
+def _assignments(
+    cls: ast.ClassDef, names: dict[str, str], own: dict[int, list[ast.AST]]
+) -> dict[str, set[str | None]]:
+    """Attribute -> what each ``self.<attribute> = ...`` of the class builds (None: no call)."""
     seen: dict[str, set[str | None]] = {}
     for func in _methods(cls):
         me = self_name(func)
         if me is None:
             continue
-        for node in _own_walk(func):
+        for node in own[id(func)]:
             targets: list[ast.expr] = []
             value: ast.expr | None = None
             if isinstance(node, ast.Assign):
@@ -64,6 +90,13 @@ def held_classes(cls: ast.ClassDef, names: dict[str, str], index: CodeIndex) -> 
                 if isinstance(value, ast.Call) and not isinstance(node, ast.AugAssign):
                     built = expand(names, dotted(value.func))
                 seen.setdefault(target.attr, set()).add(built)
+    return seen
+
+
+def _resolve_held(
+    cls: ast.ClassDef, seen: dict[str, set[str | None]], index: CodeIndex
+) -> dict[str, Symbol]:
+    """Attribute -> the upstream class every assignment to ``self.<attribute>`` constructs."""
     own = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     out: dict[str, Symbol] = {}
     for attr, built in seen.items():
@@ -73,6 +106,34 @@ def held_classes(cls: ast.ClassDef, names: dict[str, str], index: CodeIndex) -> 
         sym = index.resolve(name) if name else None
         if sym is not None and sym.kind == "class":
             out[attr] = sym
+    return out
+
+
+def _class_calls(corpus: PluginCorpus) -> list[_ClassCalls]:
+    """Every plugin class of a file with imports, with its assignments and attribute calls."""
+    out: list[_ClassCalls] = []
+    for relpath in corpus.parsed_relpaths():
+        names = import_map(corpus, relpath)
+        if not names:
+            continue
+        for cls in corpus.nodes(relpath, ast.ClassDef):
+            own = {id(f): _own_walk(f) for f in _methods(cls)}
+            seen = _assignments(cls, names, own)
+            if not any(len(b) == 1 and None not in b for b in seen.values()):
+                continue  # no attribute is always built by a call: none can hold a class
+            methods = [
+                _Method(
+                    f,
+                    self_name(f),
+                    [
+                        n
+                        for n in own[id(f)]
+                        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    ],
+                )
+                for f in _methods(cls)
+            ]
+            out.append(_ClassCalls(relpath, cls, seen, methods))
     return out
 
 
@@ -98,40 +159,33 @@ def attribute_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
 
 def _attribute_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
     out: list[CallSite] = []
-    for relpath in corpus.parsed_relpaths():
-        names = import_map(corpus, relpath)
-        if not names:
+    for entry in corpus_memo(corpus, ("attribute_call_sites",), lambda: _class_calls(corpus)):
+        held = _resolve_held(entry.cls, entry.built, index)
+        if not held:
             continue
-        for cls in corpus.nodes(relpath, ast.ClassDef):
-            held = held_classes(cls, names, index)
-            if not held:
-                continue
-            for func in _methods(cls):
-                me = self_name(func)
-                for node in _own_walk(func):
-                    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-                        continue
-                    callee = _callee(index, node.func, me, held)
-                    if callee is None:
-                        continue
-                    out.append(
-                        CallSite(
-                            UpstreamCall(
-                                relpath,
-                                node.lineno,
-                                callee.qualname,
-                                positional=sum(
-                                    1 for a in node.args if not isinstance(a, ast.Starred)
-                                ),
-                                keywords=tuple(k.arg for k in node.keywords if k.arg is not None),
-                                star_args=any(isinstance(a, ast.Starred) for a in node.args),
-                                star_kwargs=any(k.arg is None for k in node.keywords),
-                                in_function=f"{cls.name}.{func.name}",
-                            ),
-                            bound=True,
-                            through_attr=ast.unparse(node.func),
-                        )
+        for method in entry.methods:
+            for node in method.calls:
+                func = node.func
+                assert isinstance(func, ast.Attribute)
+                callee = _callee(index, func, method.me, held)
+                if callee is None:
+                    continue
+                out.append(
+                    CallSite(
+                        UpstreamCall(
+                            entry.relpath,
+                            node.lineno,
+                            callee.qualname,
+                            positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
+                            keywords=tuple(k.arg for k in node.keywords if k.arg is not None),
+                            star_args=any(isinstance(a, ast.Starred) for a in node.args),
+                            star_kwargs=any(k.arg is None for k in node.keywords),
+                            in_function=f"{entry.cls.name}.{method.func.name}",
+                        ),
+                        bound=True,
+                        through_attr=ast.unparse(func),
                     )
+                )
     return out
 
 
