@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import Path
 
+from rebasekit.analysis.reachers import called_names
 from rebasekit.astutil import children, keep_children, own_nodes, walk
 
 SOURCE = """
@@ -30,6 +33,9 @@ class A(Base):
                     pass
 """
 
+# The forward form of the "name(" search, as the reference for its faster spelling.
+_CALLED_FORWARD = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
 
 def _tree() -> ast.Module:
     return ast.parse(SOURCE)
@@ -55,3 +61,24 @@ def test_kept_children_are_stored_once_and_own_nodes_leaves_them_whole() -> None
     assert "Lambda" in names and "FunctionDef" in names  # the nested scopes themselves...
     assert "BinOp" not in names  # ...but not what is inside them (the lambda's q + 1)
     assert children(func) == before  # walking did not consume the stored list
+
+
+def test_called_names_equal_the_forward_search() -> None:
+    texts = [
+        SOURCE,
+        "a((",
+        "9abc(x) x9(y)",
+        "\u00e9abc( a\u00e9(",
+        "x.abc  \n (",
+        "_f(",
+        "ab\u00a0(",
+        "f\u2003(",
+        "\u03a9( a\u03a9(",
+        "",
+        "(((",
+        "f(g(h()))",
+    ]
+    texts += [p.read_text() for p in sorted(Path(ast.__file__).parent.glob("a*.py"))[:5]]
+    for text in texts:
+        assert called_names(text) == sorted(set(_CALLED_FORWARD.findall(text)))
+    assert called_names("f(g(h()))") == ["f", "g", "h"]
