@@ -1,5 +1,5 @@
 """``python -m rebasekit``: the same command line as the ``rebasekit`` script."""
 
-from rebasekit.cli import app
+from rebasekit.cli import main
 
-app(prog_name="rebasekit")
+main()

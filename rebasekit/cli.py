@@ -8,7 +8,10 @@ not pay for the history, port-planning and runbook modules (and what they import
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -75,8 +78,37 @@ def _options(
     for_syntax_trees()
 
 
-def main() -> None:  # pragma: no cover - console entry
-    app()
+def exit_status(code: object) -> int:
+    """The process status ``sys.exit(code)`` gives: None is 0, an int itself, else 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    return 1
+
+
+def main() -> None:  # pragma: no cover - console entry, run by tests in a subprocess
+    """Run the command line, then end the process without tearing its heap down.
+
+    A scan keeps hundreds of MB of syntax trees and facts alive to its end; freeing them
+    one object at a time at interpreter exit took 1.7 s of a 6 s cold scan and 0.35 s of
+    a warm one, and serves nothing once the report is written. Exit handlers still run
+    and both streams are flushed before the process ends with the command's status.
+    """
+    try:
+        app(prog_name="rebasekit")
+        status = 0
+    except SystemExit as exc:
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)  # what sys.exit("message") prints
+        status = exit_status(exc.code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: as the interpreter would, status 120
+            status = status or 120
+    os._exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover
