@@ -5,7 +5,8 @@ runs: ``python -m rebasekit ARGS...`` in a folder, over a fresh cache folder who
 ``trees`` entry points at the already downloaded release trees (cold), then again over
 the cache that run filled (warm). Each ``--python`` is a venv whose ``python`` imports
 one copy of rebasekit; copies are run in alternation so load on the shared machine hits
-them alike. Every run's output (the cache folder replaced by ``<cache>``) and exit code
+them alike. ``python -m`` puts the working folder first on ``sys.path``, so ``--cwd`` must
+not hold a ``rebasekit`` package (it would be imported by every copy). Every run's output (the cache folder replaced by ``<cache>``) and exit code
 must be the same across copies and temperatures, or the script fails: a faster scan
 that reports other findings is not faster.
 
@@ -78,6 +79,8 @@ def main() -> None:
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if (args.cwd / "rebasekit").exists():
+        sys.exit(f"{args.cwd} holds a rebasekit package: every copy would import that one")
     sys.path.insert(0, str(REPO))
     from rebasekit.paths import trees_dir
 
