@@ -105,6 +105,27 @@ def _runner_steps(config: Any, model: torch.nn.Module) -> list[dict]:
     return seen
 
 
+def _whole_model(config: Any, position: Any, case: dict) -> dict[str, Any]:
+    """vLLM's own ``LlamaForCausalLM`` (attention stood in for), loaded through its
+    ``load_weights`` from full Hugging Face weights, run in both layouts."""
+    from vllm.model_executor.models import llama
+
+    from arctic_inference.vllm.ulysses import groups
+    from arctic_inference.vllm.ulysses.folded_model import FoldedModel
+    from arctic_inference.vllm.ulysses.shift import StepMode
+
+    model = llama.LlamaForCausalLM(vllm_config=config)
+    model.logits_processor.head_dtype = None  # float64 throughout
+    model.load_weights(case["hf_weights"].items())
+    folded = FoldedModel(model, position)
+    out: dict[str, Any] = {"modules": [layer.name for layer in folded.layers]}
+    for name, mode in (("sp", StepMode.SP), ("folded", StepMode.FOLDED)):
+        with groups.step(mode), folded.step(mode), torch.inference_mode():
+            hidden = model(case["ids"], case["positions"])
+            out[name] = model.compute_logits(hidden)
+    return out
+
+
 class Sharded(torch.nn.Module):
     """A tensor-parallel module of a kind the folding does not know."""
 
@@ -277,6 +298,7 @@ def run_rank(rank: int, world: int, sp: int, port: int, folder: str, model_dir: 
         }
         result["runner_steps"] = _runner_steps(config, model)
         result["refusals"] = _refusals(position, hidden)
+        result["whole_model"] = _whole_model(config, position, case)
     torch.save(result, Path(folder) / f"rank{rank}.pt")
     parallel_state.destroy_model_parallel()
     parallel_state.destroy_distributed_environment()

@@ -70,6 +70,7 @@ def _case() -> dict:
             spec[f"b{name}"] = rand(count * QKV_HEAD_SIZE)
         qkv.append(spec)
     return {
+        "hf_weights": _hf_llama(rand),
         "hidden": HIDDEN,
         "inter": INTER,
         "vocab": VOCAB,
@@ -82,6 +83,30 @@ def _case() -> dict:
         "ids": torch.tensor([0, 99, 37, 64, 5]),  # both ends of the vocabulary, both halves
         "positions": torch.arange(TOKENS) + 3,
     }
+
+
+def _hf_llama(rand) -> dict[str, torch.Tensor]:
+    """Full Hugging Face weights of the tiny Llama of ``llama_dir(4, 2)``."""
+    h, inter, vocab, d = 16 * ATTN_HEADS, 128, 256, 16
+    weights = {
+        "model.embed_tokens.weight": rand(vocab, h),
+        "model.norm.weight": 1 + rand(h) / 10,
+        "lm_head.weight": rand(vocab, h) / 4,
+    }
+    for i in range(2):
+        p = f"model.layers.{i}."
+        weights |= {
+            p + "input_layernorm.weight": 1 + rand(h) / 10,
+            p + "post_attention_layernorm.weight": 1 + rand(h) / 10,
+            p + "self_attn.q_proj.weight": rand(ATTN_HEADS * d, h) / 8,
+            p + "self_attn.k_proj.weight": rand(ATTN_KV_HEADS * d, h) / 8,
+            p + "self_attn.v_proj.weight": rand(ATTN_KV_HEADS * d, h) / 8,
+            p + "self_attn.o_proj.weight": rand(h, ATTN_HEADS * d) / 8,
+            p + "mlp.gate_proj.weight": rand(inter, h) / 8,
+            p + "mlp.up_proj.weight": rand(inter, h) / 8,
+            p + "mlp.down_proj.weight": rand(h, inter) / 8,
+        }
+    return weights
 
 
 @pytest.fixture(scope="module", params=[(2, 2), (4, 2)], ids=["sp2-tp1", "sp2-tp2"])
@@ -260,3 +285,22 @@ def test_what_cannot_fold_is_refused_by_name(ranks) -> None:
             "proj (ColumnParallelLinear) uses Fp8LinearMethod; folded views are cut from "
             "unquantized weights only."
         )
+
+
+def test_a_whole_vllm_llama_gives_the_same_logits_in_both_layouts(ranks) -> None:
+    # vLLM's LlamaForCausalLM (2 decoder layers), loaded by its own load_weights; the
+    # SP layout's TP forward is vLLM's plain TP, the reference for the FOLDED one.
+    _, world, sp, results = ranks
+    for result in results:
+        whole = result["whole_model"]
+        assert whole["sp"].shape == (TOKENS, 256)
+        torch.testing.assert_close(whole["folded"], whole["sp"], atol=1e-9, rtol=1e-9)
+        assert not torch.equal(whole["sp"][0], whole["sp"][1])  # real, distinct logits
+        for i in range(2):
+            for part in ("qkv_proj", "o_proj", "attn"):
+                name = f"model.layers.{i}.self_attn" + ("" if part == "attn" else f".{part}")
+                assert name in whole["modules"]
+        assert "model.embed_tokens" in whole["modules"]
+    first = results[0]["whole_model"]["sp"]
+    for result in results[1:]:
+        torch.testing.assert_close(result["whole_model"]["folded"], first, atol=1e-9, rtol=1e-9)
