@@ -285,14 +285,26 @@ def run_rank(rank: int, world: int, sp: int, port: int, folder: str, model_dir: 
                     "storages": _storages(_weights_in_use(model)),
                 }
             steps.append(out)
+        steps_end_weight_is_loaded = model.column._parameters["weight"] is folded.layers[0].source
+        # A reload that makes a new weight tensor, and one that writes in place.
+        model.column.weight = torch.nn.Parameter(model.column.weight.detach() * 2)
+        with torch.inference_mode():
+            model.row.weight.mul_(3)
+        index = position.folded_rank
+        with groups.step(StepMode.FOLDED), folded.step(StepMode.FOLDED), torch.inference_mode():
+            reloaded = {
+                "column": model.column(x)[0],
+                "row": model.row(case["row_in"].chunk(sp * tp, dim=-1)[index])[0],
+            }
         result = {
+            "reloaded": reloaded,
             "steps": steps,
             "loaded_storages": loaded_storages,
             "tp_rank": position.tp_rank,
             "sp_rank": position.sp_rank,
             "folded_rank": built.folded.rank_in_group,
             "after_tp_size": parallel_state.get_tp_group().world_size,
-            "weight_after_is_loaded": model.column._parameters["weight"] is folded.layers[0].source,
+            "weight_after_is_loaded": steps_end_weight_is_loaded,
             "lm_head_folded": any(layer.module is model.lm_head for layer in folded.layers),
             "gathers_in_order": position.gathers_in_order,
         }

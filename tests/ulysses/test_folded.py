@@ -304,3 +304,16 @@ def test_a_whole_vllm_llama_gives_the_same_logits_in_both_layouts(ranks) -> None
     first = results[0]["whole_model"]["sp"]
     for result in results[1:]:
         torch.testing.assert_close(result["whole_model"]["folded"], first, atol=1e-9, rtol=1e-9)
+
+
+def test_folded_views_follow_reloaded_weights(ranks) -> None:
+    # After the steps each rank doubled the column weight into a new tensor and
+    # tripled the row weight in place; the next FOLDED step must compute with both.
+    case, world, sp, results = ranks
+    w = case["weights"]
+    for result in results:
+        index = result["tp_rank"] * sp + result["sp_rank"]
+        column = _chunk(_linear(case["x"], 2 * w["column"], w["column_b"]), world, index)
+        row = _linear(case["row_in"], 3 * w["row"], w["row_b"])
+        torch.testing.assert_close(result["reloaded"]["column"], column, **TOL)
+        torch.testing.assert_close(result["reloaded"]["row"], row, **TOL)
