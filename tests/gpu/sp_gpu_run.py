@@ -1,6 +1,7 @@
 """One engine for the sequence-parallel GPU test: greedy float32 tokens as JSON.
 
 Usage: python sp_gpu_run.py --tp N --sp M   (run with ARCTIC_INFERENCE_ENABLED=1)
+       python sp_gpu_run.py --tp N --sp M --shift-threshold T   (shift parallelism on)
        python sp_gpu_run.py --tp N --sp 1 --no-arctic-config   (plugin off: no arctic keys)
 """
 
@@ -24,8 +25,11 @@ def main() -> None:
     parser.add_argument("--tp", type=int, required=True)
     parser.add_argument("--sp", type=int, required=True)
     parser.add_argument("--no-arctic-config", action="store_true")
+    parser.add_argument("--shift-threshold", type=int, default=None)
     args = parser.parse_args()
     arctic = {} if args.no_arctic_config else {"ulysses_sequence_parallel_size": args.sp}
+    if args.shift_threshold is not None:
+        arctic |= {"enable_shift_parallel": True, "shift_parallel_threshold": args.shift_threshold}
 
     from vllm import LLM, SamplingParams
 

@@ -33,7 +33,9 @@ needs_two = pytest.mark.skipif(
 )
 
 
-def run_engine(tp: int, sp: int, plugin: bool = True) -> list[list[int]]:
+def run_engine(
+    tp: int, sp: int, plugin: bool = True, shift_threshold: int | None = None
+) -> list[list[int]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     existing = env.get("PYTHONPATH")
     env.update(
@@ -46,7 +48,8 @@ def run_engine(tp: int, sp: int, plugin: bool = True) -> list[list[int]]:
         env["ARCTIC_GPU_TEST_MODEL"] = os.environ["ARCTIC_GPU_TEST_MODEL"]
     proc = subprocess.run(
         [sys.executable, str(RUNNER), "--tp", str(tp), "--sp", str(sp)]
-        + ([] if plugin else ["--no-arctic-config"]),
+        + ([] if plugin else ["--no-arctic-config"])
+        + ([] if shift_threshold is None else ["--shift-threshold", str(shift_threshold)]),
         env=env,
         capture_output=True,
         text=True,
@@ -65,6 +68,18 @@ def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
     print("SP=2:", sp2)
     assert len(tp2) == 4 and all(len(t) == 32 for t in tp2)
     assert sp2 == tp2
+
+
+@needs_two
+def test_shift_greedy_float32_tokens_equal_tp2() -> None:
+    # Threshold 64: the first step (all four prompts, ~930 tokens) runs the SP layout
+    # and fills the KV cache; every decode step (4 tokens) runs FOLDED and reads it.
+    tp2 = run_engine(tp=2, sp=1)
+    shift = run_engine(tp=1, sp=2, shift_threshold=64)
+    print("\nTP=2:", tp2)
+    print("SP=2 + shift:", shift)
+    assert len(tp2) == 4 and all(len(t) == 32 for t in tp2)
+    assert shift == tp2
 
 
 @pytest.mark.skipif(_gpus() < 1, reason="needs a CUDA GPU")

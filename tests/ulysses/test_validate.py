@@ -41,13 +41,52 @@ def test_valid_sp_config_gives_its_layout_and_heads(build_config: Build) -> None
     assert not plan.shift.enabled and plan.shift.threshold == 64
 
 
-def test_shift_with_sp_is_refused_until_the_folded_weights_are_wired(build_config: Build) -> None:
+def test_shift_with_sp_runs(build_config: Build) -> None:
+    config = build_config(
+        arctic={
+            "ulysses_sequence_parallel_size": 2,
+            "enable_shift_parallel": True,
+            "shift_parallel_threshold": 128,
+        },
+        tensor_parallel_size=2,
+    )
+    plan = check_config(config)
+    assert plan is not None
+    assert plan.shift.enabled and plan.shift.threshold == 128
+    assert plan.layout.folded_tp == 4
+
+
+def test_shift_with_kv_heads_replicated_over_the_folded_ranks_runs(build_config: Build) -> None:
+    # 2 KV heads over SP 2 x TP 2: each KV head on two folded ranks, a whole-head view.
+    config = build_config(
+        kv_heads=2,
+        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True},
+        tensor_parallel_size=2,
+    )
+    plan = check_config(config)
+    assert plan is not None and plan.heads.kv_sp_replicas == 2
+
+
+def test_shift_without_enforce_eager_names_both_reasons(build_config: Build) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True},
+        enforce_eager=False,
+    )
+    message = refusal(config)
+    assert "per-step weight layouts of shift parallelism" in message
+    assert "add --enforce-eager" in message
+
+
+def test_shift_with_a_quantized_model_is_refused(build_config: Build) -> None:
     config = build_config(
         arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True}
     )
+    config.model_config.quantization = "fp8"
     message = refusal(config)
-    assert "--enable-shift-parallel is not available yet" in message
+    assert "--enable-shift-parallel cannot run a quantized model (quantization='fp8')" in message
     assert "drop --enable-shift-parallel" in message
+    config.model_config.quantization = None
+    assert check_config(config) is not None  # the refusal came from the quantization alone
 
 
 def test_sp_without_enforce_eager_is_refused(build_config: Build) -> None:

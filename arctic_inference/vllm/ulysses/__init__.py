@@ -17,5 +17,8 @@ Modules, each with one job:
 * :mod:`.all_to_all` -- the sequence <-> head exchange around attention;
 * :mod:`.shift` -- the per-step mode choice, the weight-shard bookkeeping of
   both layouts and the CUDA-graph key registry;
+* :mod:`.folded_layers` -- each vLLM TP layer's folded layout, as views of its
+  TP shard;
+* :mod:`.folded_model` -- both layouts of a loaded model, switched per step;
 * :mod:`.patches` -- the vLLM patches that wire it in (only when SP > 1).
 """

@@ -62,3 +62,21 @@ def step(mode: StepMode) -> Iterator[None]:
         yield
     finally:
         groups.mode, parallel_state._TP = before
+
+
+@contextlib.contextmanager
+def sp_layout_tp() -> Iterator[None]:
+    """Inside a step, hand vLLM's layers the SP layout's TP group (for a layer that
+    keeps its TP layout in a FOLDED step)."""
+    from vllm.distributed import parallel_state
+
+    groups = _groups
+    if groups is None:
+        yield
+        return
+    before = parallel_state._TP
+    parallel_state._TP = groups.tp
+    try:
+        yield
+    finally:
+        parallel_state._TP = before

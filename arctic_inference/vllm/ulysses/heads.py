@@ -96,6 +96,11 @@ def _chunk(total: int, ranks: int, index: int) -> tuple[int, ...]:
     return (index // (ranks // total),)
 
 
+def plain_tp_heads(total: int, ranks: int, index: int) -> tuple[int, ...]:
+    """Heads rank ``index`` of a plain TP group of ``ranks`` holds (vLLM's rule)."""
+    return _chunk(total, ranks, index)
+
+
 def _two_level(total: int, split: HeadSplit, coords: RankCoords) -> tuple[int, ...]:
     """SP layout: the TP rank's chunk, then the SP rank's share of that chunk."""
     held = _chunk(total, split.tp, coords.tp)

@@ -41,6 +41,28 @@ def _model_heads(model_config: Any) -> tuple[int, int]:
     return int(text.num_attention_heads), int(model_config.get_total_num_kv_heads())
 
 
+def _check_shift(vllm_config: Any) -> None:
+    """What FOLDED steps cannot run: the folded layout is cut from the target model's
+    unquantized dense weights (see ``folded_layers``)."""
+    model = vllm_config.model_config
+    refusals = []
+    if model.quantization is not None:
+        refusals.append(
+            f"a quantized model (quantization={model.quantization!r}): folded views are "
+            "cut from unquantized weights"
+        )
+    if model.is_moe:
+        refusals.append("a mixture-of-experts model: its expert layers have no folded layout")
+    if vllm_config.lora_config is not None:
+        refusals.append("LoRA: its adapters and extra vocabulary are not folded")
+    if vllm_config.speculative_config is not None:
+        refusals.append("speculative decoding: only the target model is folded")
+    if refusals:
+        raise SequenceParallelConfigError(
+            f"{SHIFT_FLAG} cannot run " + "; nor ".join(refusals) + f"; drop {SHIFT_FLAG}."
+        )
+
+
 def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
     """The plan for this config, ``None`` when SP is off, or a clear refusal."""
     sp = sp_size(vllm_config)
@@ -79,20 +101,17 @@ def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
             f"{SP_FLAG}={sp} patches vLLM's V1 model runner, but this config uses the "
             f"V2 runner; unset {V2_RUNNER_ENV} (or set it to 0)."
         )
-    if shift.enabled:
-        raise SequenceParallelConfigError(
-            f"{SHIFT_FLAG} is not available yet: the step selector, the folded weight "
-            "views and the CUDA-graph keys exist, but the model runner does not yet "
-            "install the folded weights, so FOLDED steps would compute with the wrong "
-            f"shards; drop {SHIFT_FLAG} (SP alone runs)."
-        )
     if vllm_config.model_config is None:
         raise SequenceParallelConfigError(f"{SP_FLAG}={sp} needs a model config.")
     if not vllm_config.model_config.enforce_eager:
         raise SequenceParallelConfigError(
-            f"{SP_FLAG}={sp} runs eagerly for now (the all-to-alls are not yet "
-            "captured in vLLM's compiled graphs); add --enforce-eager."
+            f"{SP_FLAG}={sp} runs eagerly for now (the all-to-alls"
+            + (" and the per-step weight layouts of shift parallelism" if shift.enabled else "")
+            + " are not yet captured in vLLM's compiled graphs or CUDA graphs); add "
+            "--enforce-eager."
         )
+    if shift.enabled:
+        _check_shift(vllm_config)
     num_heads, num_kv_heads = _model_heads(vllm_config.model_config)
     try:
         heads = check_head_split(num_heads, num_kv_heads, sp, parallel.tensor_parallel_size)

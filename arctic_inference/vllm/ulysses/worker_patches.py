@@ -8,8 +8,12 @@
 * ``Attention``: built with ``heads / SP`` query and KV heads (so the backend
   and the KV cache are sized for what the rank holds after the all-to-all);
   in an SP step its forward is wrapped in :class:`~.all_to_all.UlyssesExchange`.
+* ``GPUModelRunner.load_model``: with shift parallelism, prebuilds the folded
+  layout of the loaded model (:class:`~.folded_model.FoldedModel`), so a bad
+  model is refused at start-up, not at its first small step.
 * ``GPUModelRunner.execute_model``: picks the step's layout
-  (:func:`~.shift.select_mode`) and runs the step under it (:func:`.groups.step`).
+  (:func:`~.shift.select_mode`) and runs the step under it: vLLM's TP group
+  (:func:`.groups.step`) and, in a FOLDED step, the folded weight views.
 * ``GPUModelRunner._model_forward``: in an SP step each rank runs its block of
   the tokens (:class:`~.token_split.TokenSplit`) and the hidden states are
   gathered over the SP group before logits and sampling.
@@ -20,6 +24,7 @@ vLLM does when that config has SP = 1 (several engines may share a process).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -32,6 +37,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from arctic_inference.patching import ArcticPatch
 from arctic_inference.vllm.ulysses import groups
 from arctic_inference.vllm.ulysses.all_to_all import UlyssesExchange
+from arctic_inference.vllm.ulysses.folded_model import FoldedModel, position_of
 from arctic_inference.vllm.ulysses.layout import ParallelLayout
 from arctic_inference.vllm.ulysses.shift import StepMode, select_mode
 from arctic_inference.vllm.ulysses.sp_args import shift_settings, sp_size
@@ -183,8 +189,21 @@ class AttentionSPPatch(ArcticPatch[Attention]):
 class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
     """Run each step in its layout; in the SP layout each rank runs a block of tokens."""
 
+    _orig_load_model = GPUModelRunner.load_model
     _orig_execute_model = GPUModelRunner.execute_model
     _orig__model_forward = GPUModelRunner._model_forward
+
+    def load_model(self, load_dummy_weights: bool = False) -> None:
+        ModelRunnerSPPatch._orig_load_model(self, load_dummy_weights)
+        sp_groups = groups.current()
+        if sp_groups is None or not shift_settings(self.vllm_config).enabled:
+            return
+        if not isinstance(self.model, torch.nn.Module):
+            raise RuntimeError(
+                f"shift parallelism folds a plain model; this runner wraps it in "
+                f"{type(self.model).__name__} (it needs --enforce-eager)."
+            )
+        self._arctic_folded = FoldedModel(self.model, position_of(sp_groups))
 
     def execute_model(self, scheduler_output: Any, intermediate_tensors: Any = None) -> Any:
         if groups.current() is None:
@@ -194,7 +213,14 @@ class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
         mode = select_mode(
             scheduler_output.total_num_scheduled_tokens, shift_settings(self.vllm_config)
         )
-        with groups.step(mode):
+        folded: FoldedModel | None = getattr(self, "_arctic_folded", None)
+        if mode is StepMode.FOLDED and (folded is None or folded.model is not self.model):
+            raise RuntimeError(
+                "a FOLDED step needs the folded layout of the model being run; "
+                "load_model builds it when shift parallelism is on."
+            )
+        weights = folded.step(mode) if folded is not None else contextlib.nullcontext()
+        with groups.step(mode), weights:
             return ModelRunnerSPPatch._orig_execute_model(
                 self, scheduler_output, intermediate_tensors
             )
