@@ -44,8 +44,8 @@ def test_trained_checkpoint_serves_what_was_trained(tiny_target, tmp_path, kind)
     out = tmp_path / kind
     argv = [
         "--target", str(tiny_target), "--out", str(out), "--kind", kind,
-        "--prompts", "4", "--prompt-len", "16", "--gen-len", "12", "--gen-batch", "4",
-        "--steps", "30", "--batch", "64",
+        "--prompts", "20", "--prompt-len", "16", "--gen-len", "24", "--gen-batch", "20",
+        "--steps", "60", "--batch", "64", "--eval-every", "10", "--lr", "0.05",
     ]  # fmt: skip
     assert train_speculator.main(argv) == 0
     served, loaded = build_speculator(out)
@@ -57,14 +57,24 @@ def test_trained_checkpoint_serves_what_was_trained(tiny_target, tmp_path, kind)
 
     config = json.loads((out / "config.json").read_text())
     assert config["base_model_archs"] == ["LlamaForCausalLM"]
-    # One of the four prompts is held out and scored at every log step, per head.
+    # Two of the twenty prompts are held out and scored at every evaluation, per head.
     report = json.loads((out / "training.json").read_text())
     assert report["windows"]["held_out"] > 0 and report["windows"]["train"] > 0
-    assert [h["step"] for h in report["history"]] == [0, 29]
-    assert all(len(h["val_top1"]) == 3 and 0 <= min(h["val_top1"]) for h in report["history"])
+    history = report["history"]
+    assert [h["step"] for h in history] == [0, 10, 20, 30, 40, 50, 59]
+    assert all(len(h["val_top1"]) == 3 and 0 <= min(h["val_top1"]) for h in history)
+    # The checkpoint written is the best held-out evaluation, not the last step's state:
+    # rescoring it on the same held-out windows gives the recorded best score.
+    best = report["best"]
+    assert best["val_accepted"] == max(h["val_accepted"] for h in history)
     trained = train_speculator.TrainableSpeculator(
         config, load_file(str(out / "model.safetensors"))
     )
+    prompts = train_speculator.make_prompts(64, 20, 16, 0)
+    val = train_speculator.training_windows(
+        *train_speculator.collect(str(tiny_target), prompts[:2], 24, 20, "cpu"), 3
+    )
+    assert train_speculator.held_out_scores(trained, val)[1] == best["val_accepted"]
     g = torch.Generator().manual_seed(1)
     hidden = torch.randn(6, 32, generator=g)
     first = torch.randint(4, 64, (6,), generator=g)
@@ -86,7 +96,7 @@ def test_windows_pair_each_read_token_with_the_next():
     assert targets.tolist() == [[5, 6], [6, 7], [7, 8], [8, 9]]
 
 
-def test_held_out_accuracy_counts_every_window_per_head():
+def test_held_out_scores_count_heads_and_leading_runs():
     class Fixed(torch.nn.Module):
         """Head k always predicts token k."""
 
@@ -98,5 +108,7 @@ def test_held_out_accuracy_counts_every_window_per_head():
     reads = torch.zeros(4, 3, dtype=torch.long)
     targets = torch.tensor([[0, 1, 0], [0, 0, 0], [1, 1, 2], [0, 1, 2]])
     # head 0 right on rows 0, 1, 3; head 1 on 0, 2, 3; head 2 on 2, 3. Chunks of 3 rows.
-    got = train_speculator.held_out_accuracy(Fixed(), (hidden, reads, targets), chunk=3)
-    assert got == [0.75, 0.75, 0.5]
+    # Leading right heads per row: 2, 1, 0 (head 0 wrong, the later hits do not count), 3.
+    acc, accepted = train_speculator.held_out_scores(Fixed(), (hidden, reads, targets), chunk=3)
+    assert acc == [0.75, 0.75, 0.5]
+    assert accepted == 1.5
