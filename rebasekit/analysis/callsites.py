@@ -58,34 +58,50 @@ def super_calls(corpus: PluginCorpus, index: CodeIndex) -> list[CallSite]:
             continue
         names = _import_map(corpus, patch.relpath)
         mro = index.mro(target)
+        for method, call in _super_candidates(corpus, patch):
+            site = _super_site(call, patch, method, names, mro, index)
+            if site is not None:
+                out.append(site)
+    return out
+
+
+def _super_candidates(corpus: PluginCorpus, patch: PatchClass) -> list[tuple[str, ast.Call]]:
+    """(method name, call) for each ``super(...).m(...)`` call in the methods of ``patch``'s
+    class statements, in walk order: what is resolved against each index depends on the
+    corpus alone, so it is found once per corpus, not once per tree."""
+
+    def build() -> list[tuple[str, ast.Call]]:
+        out: list[tuple[str, ast.Call]] = []
         for node in corpus.nodes(patch.relpath, ast.ClassDef):
             if node.name != patch.name:
                 continue
             for func in node.body:
-                if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                for call in walk(func):
-                    site = _super_site(call, patch, func.name, names, mro, index)
-                    if site is not None:
-                        out.append(site)
-    return out
+                if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out.extend((func.name, call) for call in walk(func) if _is_super_call(call))
+        return out
+
+    return corpus_memo(corpus, ("super_calls", patch.relpath, patch.name), build)
+
+
+def _is_super_call(call: ast.AST) -> bool:
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Call)
+        and dotted(call.func.value.func) == "super"
+    )
 
 
 def _super_site(
-    call: ast.AST,
+    call: ast.Call,
     patch: PatchClass,
     method: str,
     names: dict[str, str],
     mro: list[Symbol],
     index: CodeIndex,
 ) -> CallSite | None:
-    if not (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Call)
-        and dotted(call.func.value.func) == "super"
-    ):
-        return None
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+    assert isinstance(call.func.value, ast.Call)
     sup_args = call.func.value.args
     start_after = mro[0].qualname if mro else None
     if sup_args:

@@ -4,9 +4,11 @@
 makes repeats cheap); only ``.py`` files and the dist ``METADATA`` are extracted. The
 extraction happens in a scratch folder that is renamed into place, and a manifest (every
 file's SHA-256, their count and the tree's digest) is written last, so a folder without a
-valid manifest is by construction partial. Every run re-hashes the cached files against
-the manifest (about 0.15 s for vLLM's 2200 files), so a tree edited or damaged in the
-cache is reported, never analysed as if it were the release.
+valid manifest is by construction partial. Every run checks the cached files against the
+manifest, so a tree edited or damaged in the cache is reported, never analysed as if it
+were the release: a file is hashed again unless its size, times and inode are those
+recorded when it last hashed equal to the manifest (:mod:`rebasekit.upstream.stamps`
+says exactly what that covers).
 
 Versions are normalised with ``packaging`` (``0.26`` and ``v0.26.0`` are the folder
 ``vllm-0.26.0``). Scratch folders carry the downloading process's id: one left by a
@@ -40,6 +42,7 @@ from rebasekit.errors import (
     UnknownVersionError,
 )
 from rebasekit.paths import trees_dir
+from rebasekit.upstream import stamps
 from rebasekit.upstream.tree import FolderTree
 
 MANIFEST = ".rebasekit-manifest.json"
@@ -129,30 +132,45 @@ def verify(dest: Path) -> dict:
         raise CacheError(f"cached tree {dest} has a corrupt manifest", hint=fix) from exc
     if manifest.get("format") != MANIFEST_FORMAT or len(files) != count:
         raise CacheError(f"cached tree {dest} has a manifest from another format", hint=fix)
+    known = stamps.load(dest, tree_digest)
+    fresh: dict[str, tuple[stamps.Stamp, str]] = {}
+    now = stamps.now_ns()
     digest = hashlib.sha256()
     for rel in sorted(files):
         path = dest / rel
         if ".." in rel.split("/") or rel.startswith("/"):
             raise CacheError(f"cached tree {dest} has a corrupt manifest (path {rel!r})", hint=fix)
         try:
-            data = path.read_bytes()
+            stamp = stamps.stamp_of(os.stat(path))
+            seen = known.get(rel)
+            if seen is not None and seen == (stamp, files[rel]):
+                sha = files[rel]  # hashed equal to the manifest, unchanged since: see stamps
+                fresh[rel] = seen
+            else:
+                sha = hashlib.sha256(path.read_bytes()).hexdigest()
+                if sha == files[rel] and stamps.settled(stamp, now):
+                    fresh[rel] = (stamp, sha)
         except FileNotFoundError:
             raise CacheError(f"cached tree {dest} is partial: {rel} is missing", hint=fix) from None
         except OSError as exc:
             raise CacheError(
                 f"cached tree {dest} is corrupt: {rel} cannot be read ({exc.strerror})", hint=fix
             ) from None
-        file_digest = hashlib.sha256(data)
-        if file_digest.hexdigest() != files[rel]:
+        if sha != files[rel]:
             raise CacheError(
                 f"cached tree {dest} is corrupt: {rel} changed (its hash differs from the manifest)",
                 hint=fix,
             )
-        digest.update(rel.encode() + b"\0" + file_digest.digest())
+        try:
+            digest.update(rel.encode() + b"\0" + bytes.fromhex(sha))
+        except ValueError:
+            raise CacheError(f"cached tree {dest} has a corrupt manifest", hint=fix) from None
     if digest.hexdigest() != tree_digest:
         raise CacheError(
             f"cached tree {dest} is corrupt (the tree digest differs from the manifest)", hint=fix
         )
+    if fresh != known:
+        stamps.save(dest, tree_digest, fresh)
     return manifest
 
 

@@ -277,3 +277,77 @@ def test_killed_download_scratch_is_removed_by_the_next_run(registry):
     assert len(list(registry.glob(wheels.SCRATCH_PREFIX + "*"))) == 1
     assert open_tree("2.0.0").version == "2.0.0"
     assert sorted(p.name for p in registry.iterdir()) == ["vllm-2.0.0"]
+
+
+def _settle_now(monkeypatch) -> None:
+    """Files written a moment ago count as settled, as they would minutes later."""
+    monkeypatch.setattr(wheels.stamps, "SETTLE_NS", -(10**12))
+
+
+def _hashed_files(monkeypatch) -> list[str]:
+    """The cached-tree files whose bytes :func:`wheels.verify` reads from now on."""
+    read: list[str] = []
+    real = Path.read_bytes
+
+    def spy(path: Path) -> bytes:
+        read.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    return read
+
+
+def test_unchanged_stamped_files_are_not_hashed_again(registry, monkeypatch):
+    _settle_now(monkeypatch)
+    first = open_tree("2.0.0")
+    stamps_file = first.root / wheels.stamps.STAMPS
+    assert RELPATH in json.loads(stamps_file.read_text())["files"]
+    read = _hashed_files(monkeypatch)
+    again = open_tree("2.0.0")
+    assert read == [] and again.fingerprint == first.fingerprint
+
+
+def test_fresh_files_are_not_stamped(registry):
+    tree = open_tree("2.0.0")  # just extracted: its files changed within SETTLE_NS
+    assert (tree.root / RELPATH).is_file()
+    assert not (tree.root / wheels.stamps.STAMPS).exists()
+
+
+@pytest.mark.parametrize("keep_mtime", [False, True], ids=["plain-edit", "mtime-restored"])
+def test_edit_of_a_stamped_file_is_caught(registry, monkeypatch, keep_mtime):
+    _settle_now(monkeypatch)
+    tree = open_tree("2.0.0")
+    core = tree.root / RELPATH
+    before = core.stat()
+    data = core.read_bytes()
+    core.write_bytes(data.replace(b"class ", b"klass ", 1))  # same length, other content
+    if keep_mtime:  # what ``touch -r`` does: ctime still moves, so the stamp no longer fits
+        os.utime(core, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert core.stat().st_size == before.st_size
+    with pytest.raises(CacheError, match="changed"):
+        open_tree("2.0.0")
+
+
+def test_stamps_claiming_another_hash_are_not_trusted(registry, monkeypatch):
+    _settle_now(monkeypatch)
+    tree = open_tree("2.0.0")
+    core = tree.root / RELPATH
+    core.write_bytes(core.read_bytes().replace(b"class ", b"klass ", 1))
+    stamps_file = tree.root / wheels.stamps.STAMPS
+    data = json.loads(stamps_file.read_text())
+    fake = hashlib.sha256(core.read_bytes()).hexdigest()  # the edited file's own hash
+    st = core.stat()
+    data["files"][RELPATH] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, fake]
+    stamps_file.write_text(json.dumps(data))
+    with pytest.raises(CacheError, match="changed"):
+        open_tree("2.0.0")
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"format": 1, "tree": "x", "files": {}}', "\xff"])
+def test_damaged_stamps_mean_hashing_everything(registry, monkeypatch, text):
+    _settle_now(monkeypatch)
+    tree = open_tree("2.0.0")
+    (tree.root / wheels.stamps.STAMPS).write_bytes(text.encode("latin-1"))
+    read = _hashed_files(monkeypatch)
+    assert open_tree("2.0.0").fingerprint == tree.fingerprint
+    assert RELPATH.rsplit("/", 1)[-1] in read
