@@ -413,3 +413,23 @@ def test_a_grouped_decode_step_keeps_its_full_graph_and_is_counted(
     builder.build(0, common)
     assert STATS["static_full"] - before["static_full"] == 1
     assert STATS["static_grouped"] - before["static_grouped"] == 2
+
+
+def test_a_grouped_mixed_step_keeps_the_dynamic_path_with_the_key_on(
+    full_graph_runner,  # noqa: F811 (the fixture imported above)
+    reverted_patches,
+):
+    from test_dispatch import _real_decision
+    from test_fork import _mixed_batch
+    from vllm.config import CUDAGraphMode
+
+    from arctic_inference.vllm.attention.dispatch import ForestStepDispatchPatch
+
+    ForestStepDispatchPatch.apply()
+    runner, builder, common = full_graph_runner
+    builder.forest.static = StaticPlanBuffers(32)
+    mixed = _mixed_batch(common)
+    assert _real_decision(runner, mixed)[0] == CUDAGraphMode.PIECEWISE
+    assert builder.forest.marked_reqs == mixed.num_reqs  # asked and marked, as without the key
+    plan = builder.build(0, mixed).forest
+    assert plan is not None and not plan.static and plan.num_groups == 4

@@ -19,6 +19,12 @@ requests and ``T`` padded tokens:
 * suffix call: the runner's own query offsets, ``R`` KV lengths and the ``(R, width)``
   block table shifted left by each request's group prefix, as in the dynamic plan.
 
+Host bounds, as vLLM's FlashAttention builder sets them for its full decode graphs: the
+KV bound is the step's ``max_seq_len`` (``max_model_len`` in the capture run), the split
+count is the builder's ``max_num_splits`` (fixed for steps that fit a captured graph), and
+the forest calls pass no AOT scheduler metadata, so FA3 schedules them inside the call
+(inside the graph) from the device lengths.
+
 Per step the host writes the small index arrays (one pinned host-to-device copy into
 a persistent staging buffer, views of which are the plan's index tensors) and a few
 device ops write the block tables and KV lengths into persistent buffers, all before
