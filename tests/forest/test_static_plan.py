@@ -433,3 +433,26 @@ def test_a_grouped_mixed_step_keeps_the_dynamic_path_with_the_key_on(
     assert builder.forest.marked_reqs == mixed.num_reqs  # asked and marked, as without the key
     plan = builder.build(0, mixed).forest
     assert plan is not None and not plan.static and plan.num_groups == 4
+
+
+@pytest.mark.parametrize("knobs, on", [("{}", False), ('{"full_cuda_graphs": true}', True)])
+def test_a_full_graph_engines_planner_plans_statically_only_with_the_key(
+    tiny_llama_dir, distributed_cpu, knobs, on
+):
+    from test_fork import _builders
+    from vllm.config import CompilationConfig, CUDAGraphMode
+
+    from arctic_inference.vllm.attention.planner import ForestPlanner
+
+    _, builder = _builders(tiny_llama_dir, forest_cascade_attn_configs=knobs)
+    graphs = CompilationConfig(
+        cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
+        cudagraph_capture_sizes=[8, 16, 32],
+        max_cudagraph_capture_size=32,
+    )
+    object.__setattr__(builder.vllm_config, "compilation_config", graphs)
+    builder.use_full_cuda_graph = True
+    planner = ForestPlanner.for_builder(builder)
+    capacity = None if planner.static is None else planner.static.capacity
+    max_num_seqs = builder.vllm_config.scheduler_config.max_num_seqs
+    assert capacity == (max(32, max_num_seqs) if on else None)

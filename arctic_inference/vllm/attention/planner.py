@@ -29,6 +29,7 @@ device, which waits for queued GPU work.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,8 @@ from arctic_inference.vllm.attention.plan import ForestPlan, build_forest_plan
 from arctic_inference.vllm.attention.static_plan import StaticPlanBuffers, static_host_index
 
 __all__ = ["STATS", "ForestPlanner", "static_capacity"]
+
+logger = logging.getLogger(__name__)
 
 #: Process-wide counts (tests and the bench read them): grouped ("planned") and
 #: ungrouped ("skipped") steps; static plans built, those of steps the runner dispatched
@@ -125,7 +128,7 @@ class ForestPlanner:
             return None
         spec = builder.kv_cache_spec
         vllm_config = builder.vllm_config
-        return cls(
+        planner = cls(
             config,
             block_size=builder.block_size,
             dcp_world_size=builder.dcp_world_size,
@@ -140,6 +143,14 @@ class ForestPlanner:
                 max_num_seqs=vllm_config.scheduler_config.max_num_seqs,
             ),
         )
+        if config.full_cuda_graphs and planner.static is None:
+            logger.warning(
+                "forest: full_cuda_graphs is on, but this engine gets no static plans (they "
+                "need full decode graphs apart from the mixed ones, e.g. FULL_AND_PIECEWISE, "
+                "and no speculative decoding, decode context parallelism or sliding window); "
+                "grouped steps run piecewise."
+            )
+        return planner
 
     def _reason(
         self, *, num_reqs: int, max_query_len: int, causal: object, full_graph_step: bool
