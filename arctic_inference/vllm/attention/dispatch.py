@@ -1,4 +1,4 @@
-"""Piecewise graphs for the steps forest groups, full graphs for the rest.
+"""Graph modes of forest steps: piecewise for grouped steps, full for the rest (or static plans).
 
 A step replayed from a full CUDA graph runs no attention layer in Python, so forest
 attention cannot run inside one. vLLM 0.26.0 picks each step's graph mode in
