@@ -2,7 +2,9 @@
 # The forest benchmark on the lent H200, resumable across calls while the machine is warm.
 # From the project root, after `source .gpu2/device-env.sh` and
 # `bash tests/gpu/device_run.sh install` (see ../shared/gpu/README.md):
-#   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS]
+#   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS] [--forest-full-graphs ...]
+# (arguments after WORKLOADS go to forest_speed.py; with --forest-full-graphs the runs are
+# kept apart, in /tmp/forest-runs-full-graphs and bench/forest/runs-full-graphs)
 # Builds the model once (/opt/models/small-llama-8k), starts the three engines and measures
 # workloads while they fit in BUDGET_S (default 480), keeps each finished workload in
 # /tmp/forest-runs (a later call continues with the missing ones) and copies runs, engine
@@ -11,16 +13,19 @@ set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
 budget="${1:-480}"
 workloads="${2:-rollouts,sysprompt,noshare}"
+shift 2 2>/dev/null || shift $#
 model=/opt/models/small-llama-8k
-runs=/tmp/forest-runs
+suffix=""
+for arg in "$@"; do [ "$arg" = "--forest-full-graphs" ] && suffix="-full-graphs"; done
+runs="/tmp/forest-runs$suffix"
 mkdir -p "$OUT" "$runs"
 # Runs returned by an earlier machine, put back into the tree: continue from them.
-cp -n bench/forest/runs/*.json "$runs"/ 2>/dev/null || true
+cp -n bench/forest/runs$suffix/*.json "$runs"/ 2>/dev/null || true
 export VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
 python3 bench/forest/build_model.py --out "$model" > "$OUT/forest-model.log" 2>&1 || { tail -20 "$OUT/forest-model.log"; exit 2; }
 python3 bench/forest/forest_speed.py --model "$model" --runs "$runs" --budget-s "$budget" \
     --workloads "$workloads" --out "$OUT/forest-results.json" --md "$OUT/forest-RESULTS.md" \
-    2>&1 | tee "$OUT/forest-bench.log"
+    "$@" 2>&1 | tee "$OUT/forest-bench.log"
 rc="${PIPESTATUS[0]}"
-mkdir -p "$OUT/forest-runs" && cp "$runs"/* "$OUT/forest-runs/" 2>/dev/null
+mkdir -p "$OUT/forest-runs$suffix" && cp "$runs"/* "$OUT/forest-runs$suffix/" 2>/dev/null
 exit "$rc"

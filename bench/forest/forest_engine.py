@@ -11,6 +11,7 @@ returns the attention-kernel time per decode step.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,8 +25,16 @@ ATTENTION_KERNELS = ("flash", "fmha", "mha_fwd", "merge_attn")
 INDEX_KERNELS = ("index", "gather")
 
 
-def engine_kwargs(config: str, model: str, cudagraph_mode: str | None, gpu_util: float) -> dict:
-    arctic = {"forest_cascade_attn_configs": "{}"} if config == "forest" else {}
+def engine_kwargs(
+    config: str,
+    model: str,
+    cudagraph_mode: str | None,
+    gpu_util: float,
+    forest_full_graphs: bool = False,
+) -> dict:
+    """``forest_full_graphs`` adds ``"full_cuda_graphs": true`` to forest's config."""
+    knobs = json.dumps({"full_cuda_graphs": True} if forest_full_graphs else {})
+    arctic = {"forest_cascade_attn_configs": knobs} if config == "forest" else {}
     # Every configuration runs vLLM's default graphs unless told: forest's grouped steps
     # run piecewise inside an engine with full graphs (arctic_inference.vllm.attention.dispatch).
     mode = cudagraph_mode
@@ -94,7 +103,11 @@ def serve(args) -> None:
     from arctic_inference.vllm.attention.planner import STATS
 
     t0 = time.time()
-    llm = LLM(**engine_kwargs(args.config, args.model, args.cudagraph_mode, args.gpu_util))
+    llm = LLM(
+        **engine_kwargs(
+            args.config, args.model, args.cudagraph_mode, args.gpu_util, args.forest_full_graphs
+        )
+    )
     started = round(time.time() - t0, 1)
     workloads = make_workloads()
 
@@ -103,6 +116,7 @@ def serve(args) -> None:
         if cmd.get("profile"):
             return {"profile": _profile(llm, workload)}
         planned_before = STATS["planned"]
+        static_full_before = STATS["static_full_grouped"]
         tokens, start = 0, time.perf_counter()
         for _ in range(cmd["rounds"]):
             tokens += _round(llm, workload)
@@ -113,6 +127,7 @@ def serve(args) -> None:
             "elapsed_s": elapsed,
             "tokens_per_s": tokens / elapsed,
             "forest_planned_steps": STATS["planned"] - planned_before,
+            "forest_full_graph_steps": STATS["static_full_grouped"] - static_full_before,
         }
 
     serve_loop(handle, {"config": args.config, "engine_start_s": started})
@@ -124,6 +139,7 @@ def main() -> int:
     parser.add_argument("--config", choices=CONFIGS, required=True)
     parser.add_argument("--cudagraph-mode", default=None)
     parser.add_argument("--gpu-util", type=float, default=0.28)
+    parser.add_argument("--forest-full-graphs", action="store_true")
     serve(parser.parse_args())
     return 0
 

@@ -63,6 +63,8 @@ def start_engines(args) -> list[EngineProcess]:
         argv += ["--gpu-util", str(args.gpu_util)]
         if args.cudagraph_mode:
             argv += ["--cudagraph-mode", args.cudagraph_mode]
+        if args.forest_full_graphs and config == "forest":
+            argv += ["--forest-full-graphs"]
         log = args.runs / f"engine-{config}.log"
         engine = EngineProcess(config, argv, log, env=_env(config))
         print(f"engine {config} up in {engine.info['engine_start_s']} s", flush=True)
@@ -91,10 +93,27 @@ def measure_workload(args, engines: list[EngineProcess], name: str, deadline: fl
             runs.append({"rep": rep, "config": engine.name, **result})
             print(
                 f"{name} rep {rep} {engine.name}: {result['tokens_per_s']:.0f} tok/s "
-                f"({result['elapsed_s']:.1f} s, forest steps {result['forest_planned_steps']})",
+                f"({result['elapsed_s']:.1f} s, forest steps {result['forest_planned_steps']}, "
+                f"in full graphs {result.get('forest_full_graph_steps', 0)})",
                 flush=True,
             )
-    return {"workload": name, "rounds": rounds, "sizing_s": sizing, "runs": runs}
+    return {
+        "workload": name,
+        "rounds": rounds,
+        "sizing_s": sizing,
+        "runs": runs,
+        "forest_full_graphs": bool(args.forest_full_graphs),
+    }
+
+
+def mismatched_runs(records: dict[str, dict], forest_full_graphs: bool) -> list[str]:
+    """Workloads whose saved runs were measured with the other forest setting (a resumed
+    report must not mix the two; records from before the flag existed count as off)."""
+    return sorted(
+        name
+        for name, record in records.items()
+        if bool(record.get("forest_full_graphs", False)) != forest_full_graphs
+    )
 
 
 def kv_bytes_per_step(model_dir: str, config: str) -> float:
@@ -223,6 +242,12 @@ def main() -> int:
         default=None,
         help="one mode for every configuration (default: vLLM's)",
     )
+    parser.add_argument(
+        "--forest-full-graphs",
+        action="store_true",
+        help='add "full_cuda_graphs": true to the forest engine\'s config (static plans '
+        "inside the uniform-decode full graphs; needs full-and-piecewise graphs, vLLM's default)",
+    )
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--runs", type=Path, default=HERE / "runs")
     parser.add_argument(
@@ -239,6 +264,15 @@ def main() -> int:
     args.runs.mkdir(parents=True, exist_ok=True)
     names = args.workloads.split(",")
     done = lambda n: (args.runs / f"{n}.json").is_file()  # noqa: E731
+    saved = {n: json.loads((args.runs / f"{n}.json").read_text()) for n in names if done(n)}
+    other = mismatched_runs(saved, bool(args.forest_full_graphs))
+    if other:
+        print(
+            f"{args.runs} holds runs of {', '.join(other)} measured with the other "
+            "--forest-full-graphs setting; give another --runs folder",
+            file=sys.stderr,
+        )
+        return 2
     profile_path = args.runs / "rollouts-profile.json"
     want_profile = not args.no_profile and "rollouts" in names
     pending = [n for n in names if not done(n)]
@@ -268,10 +302,18 @@ def main() -> int:
     complete = len(measured) == len(names) and (profiles or not want_profile)
     summary = summarize(measured, profiles, args.model)
     summary["complete"] = bool(complete)
+    summary["forest_full_graphs"] = bool(args.forest_full_graphs)
     if args.out:
         args.out.write_text(json.dumps(summary, indent=1))
-    text = markdown(summary) + (
-        "" if complete else "\n**Incomplete: some workloads are not measured yet.**\n"
+    setting = (
+        '\nForest config: `{"full_cuda_graphs": true}` (static plans in the full decode graphs).\n'
+        if args.forest_full_graphs
+        else ""
+    )
+    text = (
+        markdown(summary)
+        + setting
+        + ("" if complete else "\n**Incomplete: some workloads are not measured yet.**\n")
     )
     if args.md:
         args.md.write_text(text)

@@ -62,3 +62,24 @@ def test_forest_reads_each_prompt_once_per_group(tmp_path):
     # 8 prompts of 4096 tokens, 16 samples, 128 generated tokens mid-way; 4080 shared.
     assert flash == 128 * (4096 + 128)
     assert forest == 8 * 4080 + 128 * (4096 - 4080 + 128)
+
+
+def test_the_forest_engine_passes_the_full_graphs_key_only_when_asked():
+    import forest_engine
+
+    from arctic_inference.vllm.attention.forest_config import parse_forest_config
+
+    def knobs(config, **kw):
+        arctic = forest_engine.engine_kwargs(config, "m", None, 0.3, **kw)["additional_config"]
+        return arctic["arctic"].get("forest_cascade_attn_configs")
+
+    assert parse_forest_config(knobs("forest", forest_full_graphs=True)).full_cuda_graphs
+    assert parse_forest_config(knobs("forest")).full_cuda_graphs is False
+    assert knobs("flash", forest_full_graphs=True) is None  # baselines stay vLLM's own
+
+
+def test_a_resumed_report_never_mixes_forest_settings():
+    records = {"rollouts": {"forest_full_graphs": True}, "noshare": {}, "sysprompt": {}}
+    assert forest_speed.mismatched_runs(records, True) == ["noshare", "sysprompt"]
+    assert forest_speed.mismatched_runs(records, False) == ["rollouts"]
+    assert forest_speed.mismatched_runs({}, True) == []

@@ -3,7 +3,9 @@
 ``--config flash``: no forest config, cascade off: vLLM's own FlashAttention when the
 plugin is off (``ARCTIC_INFERENCE_ENABLED=0``), the fork with forest off when it is on;
 ``--config flash-cascade``: vLLM's own FlashAttention with its single-prefix cascade
-allowed (plugin off); ``--config forest``: the fork with default knobs.
+allowed (plugin off); ``--config forest``: the fork with default knobs;
+``--forest-full-graphs`` adds ``"full_cuda_graphs": true`` to forest's config (static
+plans inside the uniform-decode full graphs; give ``--cudagraph-mode FULL_AND_PIECEWISE``).
 
 Workloads, both with block_size 16, prefix caching on (that is what makes requests share
 blocks) and piecewise CUDA graphs (forest runs only without full CUDA graphs):
@@ -44,11 +46,13 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=1024)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--cudagraph-mode", default="PIECEWISE")
+    parser.add_argument("--forest-full-graphs", action="store_true")
     args = parser.parse_args()
 
     from vllm import LLM, SamplingParams
 
-    arctic = {"forest_cascade_attn_configs": "{}"} if args.config == "forest" else {}
+    knobs = json.dumps({"full_cuda_graphs": True} if args.forest_full_graphs else {})
+    arctic = {"forest_cascade_attn_configs": knobs} if args.config == "forest" else {}
     llm = LLM(
         args.model,
         attention_backend="FLASH_ATTN",
@@ -87,6 +91,7 @@ def main() -> None:
             ],
             "forest_planned_steps": STATS["planned"] - before["planned"],
             "forest_skipped_steps": STATS["skipped"] - before["skipped"],
+            "forest_stats": {k: STATS[k] - before.get(k, 0) for k in STATS},
         }
 
     def backends(model):
@@ -98,7 +103,11 @@ def main() -> None:
             }
         )
 
+    def attention_layers(model):
+        return sum(1 for m in model.modules() if hasattr(m, "attn_backend"))
+
     result["backends"] = llm.apply_model(backends)[0]
+    result["attention_layers"] = llm.apply_model(attention_layers)[0]
     print("RESULT " + json.dumps(result), flush=True)
 
 

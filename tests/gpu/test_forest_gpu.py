@@ -7,7 +7,9 @@ per engine: greedy rollouts, 8 prompts x 16 copies, and 64 requests under one sh
 prefix): vLLM's own FLASH_ATTN (plugin off, cascade off) twice, vLLM's own cascade, the
 plugin on with no forest config (the fork is installed, forest inactive) and forest.
 Where ids differ, tests/gpu/greedy_compare.py says whether the first divergence is a
-near-tie.
+near-tie. Static plans (``full_cuda_graphs``): one layer captured in a CUDA graph and
+replayed on another batch's plan, and an engine with full-and-piecewise graphs whose
+grouped decode steps run forest inside the full graphs.
 
 Run (on the GPU machine, from the repo root, after ``source .gpu2/device-env.sh``):
     bash tests/gpu/device_run.sh install
@@ -293,3 +295,163 @@ def test_forest_in_an_engine_with_full_graphs_runs_grouped_steps_piecewise(
     widest = max(cascade.gaps())
     wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
     assert not wide, (widest, wide)
+
+
+def test_forest_static_plans_run_grouped_decode_steps_inside_full_graphs(
+    upstream_runs, forest_run, vllm_cascade_run
+):
+    """With ``full_cuda_graphs`` on and full-and-piecewise graphs, the uniform-decode
+    full graphs hold the forest kernels: grouped decode steps keep their full graphs and
+    run forest there (counted by the planner, with no forest forward run from Python
+    for them), and the rollouts stay as close to FLASH_ATTN as the piecewise forest
+    engine is (same tie rule as above)."""
+    full = _run(
+        "forest-static-full",
+        "--model",
+        str(MODELS / "small-llama"),
+        "--config",
+        "forest",
+        "--cudagraph-mode",
+        "FULL_AND_PIECEWISE",
+        "--forest-full-graphs",
+    )
+    assert full["backends"] == [FORK]
+    layers = full["attention_layers"]
+    assert layers > 0
+    for workload in ("rollouts", "one_prefix"):
+        stats = full[workload]["forest_stats"]
+        print(f"{workload}, static plans in full graphs: {stats}")
+        assert stats["planned"] > 0, workload
+        assert stats["static_full_grouped"] > 0, workload  # grouped steps ran in full graphs
+        # Python runs the forest forward (once per layer) only for steps not replayed
+        # from a full graph: dynamic plans and static plans of other steps.
+        dynamic = stats["planned"] - stats["static_grouped"]
+        eager_static = stats["static"] - stats["static_full"]
+        assert stats["forward_calls"] == layers * (dynamic + eager_static), workload
+    flash_a, flash_b = (run["rollouts"] for run in upstream_runs)
+    comparison = greedy_compare.compare(flash_a, full["rollouts"])
+    cascade = greedy_compare.compare(upstream_runs[0]["one_prefix"], vllm_cascade_run["one_prefix"])
+    print(f"rollouts, forest static plans in full graphs vs FLASH_ATTN: {comparison.summary()}")
+    if comparison.identical_share >= _share(flash_a, flash_b):
+        return
+    assert cascade.divergences, "vLLM's cascade matched FLASH_ATTN exactly: no baseline gap"
+    widest = max(cascade.gaps())
+    wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
+    assert not wide, (widest, wide)
+
+
+def test_a_captured_static_plan_replays_other_groupings(modules):
+    """One layer's forest forward captured in a CUDA graph on one batch's static plan,
+    then replayed after the builder refilled the same buffers for another batch of the
+    same padded size (other groups, ungrouped and padding requests): the replay must
+    equal the eager forward on that batch, and stay within FlashAttention's own error."""
+    import numpy as np
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+    from arctic_inference.vllm.attention.kv_layout import allocate_kv_cache, kv_cache_layout
+    from arctic_inference.vllm.attention.static_plan import StaticPlanBuffers
+
+    layer, upstream, fork = modules
+    shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
+    config = _config(forest_cascade_attn_configs='{"full_cuda_graphs": true}')
+    with set_current_vllm_config(config):
+        first = layer.make_batch(
+            groups=[(16, 1024), (16, 2048)], singles=16, own=(16, 300), seed=5, **shape
+        )
+        second = layer.make_batch(
+            groups=[(8, 512), (8, 1024), (8, 256)], singles=16, own=(16, 300), seed=6, **shape
+        )
+    reqs, width = 48, max(first.table.shape[1], second.table.shape[1])
+    assert len(first.seq_lens) == reqs and len(second.seq_lens) == 40
+    device = first.query.device
+    backend = fork.ForestFlashAttentionBackend
+    with set_current_vllm_config(config):
+        axis = kv_cache_layout(backend).axis("blocks")
+        blocks = max(first.kv_cache.shape[axis], second.kv_cache.shape[axis])
+        # Runner-owned inputs: one address each for every step, as in the model runner.
+        kv = allocate_kv_cache(
+            backend,
+            num_blocks=blocks,
+            block_size=16,
+            num_kv_heads=KV_HEADS,
+            head_size=HEAD,
+            dtype=first.query.dtype,
+            device=device,
+        )
+    query = torch.zeros((reqs, HEADS, HEAD), dtype=first.query.dtype, device=device)
+    out = torch.zeros_like(query)
+    qsl = torch.zeros(reqs + 1, dtype=torch.int32, device=device)
+    seq_lens = torch.zeros(reqs, dtype=torch.int32, device=device)
+    table = torch.zeros((reqs, width), dtype=torch.int32, device=device)
+    spec = FullAttentionSpec(
+        block_size=16, num_kv_heads=KV_HEADS, head_size=HEAD, dtype=query.dtype
+    )
+    with set_current_vllm_config(config):
+        builder = fork.FlashAttentionMetadataBuilder(spec, ["layer"], config, device)
+        builder.forest.full_cuda_graph = True
+        builder.forest.static = StaticPlanBuffers(64)
+        impl = fork.FlashAttentionImpl(HEADS, HEAD, HEAD**-0.5, KV_HEADS, None, None, "auto")
+    scales = layer.ScaleLayer(device)
+
+    def load(batch):
+        n = len(batch.seq_lens)
+        kv.zero_()
+        kv.narrow(axis, 0, batch.kv_cache.shape[axis]).copy_(batch.kv_cache)
+        query.normal_()
+        query[:n].copy_(batch.query)
+        host_qsl = torch.full((reqs + 1,), n, dtype=torch.int32)
+        host_qsl[: n + 1] = torch.from_numpy(batch.qsl)
+        host_lens = torch.zeros(reqs, dtype=torch.int32)
+        host_lens[:n] = torch.from_numpy(batch.seq_lens.astype(np.int32))
+        qsl.copy_(host_qsl)
+        seq_lens.copy_(host_lens)
+        table.zero_()
+        table[:n, : batch.table.shape[1]].copy_(torch.from_numpy(batch.table))
+        common = batch.common.replace(
+            query_start_loc=qsl,
+            query_start_loc_cpu=host_qsl,
+            seq_lens=seq_lens,
+            seq_lens_cpu_upper_bound=host_lens,
+            num_reqs=reqs,
+            num_actual_tokens=reqs,
+            max_seq_len=8192,
+            block_table_tensor=table,
+            slot_mapping=torch.full((reqs,), -1, dtype=torch.int64, device=device),
+        )
+        with set_current_vllm_config(config):
+            meta = builder.build(0, common)
+        assert meta.forest is not None and meta.forest.static
+        return meta
+
+    def step(meta):
+        impl.forward(scales, query, query[:, :KV_HEADS], query[:, :KV_HEADS], kv, meta, out)
+
+    meta = load(first)
+    assert meta.forest.num_groups == 2
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step(meta)  # warm-up outside the capture, as vLLM does
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step(meta)
+
+    meta = load(second)
+    assert meta.forest.num_groups == 3
+    graph.replay()
+    torch.cuda.synchronize()
+    replayed = out[:40].clone()
+    step(meta)
+    torch.cuda.synchronize()
+    eager = out[:40].clone()
+    print(f"max |replay - eager| = {(replayed.float() - eager.float()).abs().max().item():.3e}")
+    assert torch.equal(replayed, eager)
+    flash, _ = layer.run_layer(upstream, _config(), second, **shape)
+    ref = layer.float32_reference(second, head=HEAD)
+    flash_err = (flash.float() - ref).abs().max().item()
+    replay_err = (replayed.float() - ref).abs().max().item()
+    print(f"max |flash - fp32| = {flash_err:.3e}, max |replayed forest - fp32| = {replay_err:.3e}")
+    assert replay_err <= flash_err

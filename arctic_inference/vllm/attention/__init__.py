@@ -6,6 +6,7 @@ Modules, one job each:
 * :mod:`.kv_layout`      the one place that knows how the backend lays out its KV cache
 * :mod:`.grouping`       pure: block tables in, prefix groups out (plus eligibility)
 * :mod:`.plan`           groups turned into the index tensors the two kernel calls need
+* :mod:`.static_plan`    a plan of static shapes in persistent buffers (full CUDA graphs)
 * :mod:`.planner`        builder-side: eligibility, grouping and plan per step
 * :mod:`.host_tables`    the runner's host block tables, found from the device tensor
 * :mod:`.hooks`          the two calls the fork makes (plan in the builder, run in the impl)

@@ -1,4 +1,4 @@
-"""Piecewise graphs for the steps forest groups, full graphs for the rest.
+"""Graph modes of forest steps: piecewise for grouped steps, full for the rest (or static plans).
 
 A step replayed from a full CUDA graph runs no attention layer in Python, so forest
 attention cannot run inside one. vLLM 0.26.0 picks each step's graph mode in
@@ -10,6 +10,11 @@ tokens and block table, the inputs the builder will group), and if one will, it 
 full graphs out for the step and marks the planner, which then plans it. Every other
 step keeps its full graph, so an engine with full graphs loses nothing on batches
 without shared prefixes.
+
+Static plans (forest config ``full_cuda_graphs``): the uniform-decode full graphs hold
+the forest kernels (:mod:`.static_plan`), so a step a planner plans statically is not
+asked and keeps its full graph; after the decision each static planner is told the
+step's graph mode (for ``STATS``). Steps of other shapes are asked as above.
 
 Only real steps are asked: the dummy and capture runs pass the ``force_*`` arguments,
 and an engine without full graphs (or without forest) takes vLLM's code as is.
@@ -26,7 +31,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from arctic_inference.patching import ArcticPatch
 from arctic_inference.vllm.attention.planner import ForestPlanner
 
-__all__ = ["ForestStepDispatchPatch", "forest_planners", "mark_forest_step"]
+__all__ = ["ForestStepDispatchPatch", "forest_planners", "mark_forest_step", "note_forest_step"]
 
 
 def forest_planners(runner: Any) -> Iterator[tuple[int, ForestPlanner]]:
@@ -44,11 +49,22 @@ def mark_forest_step(runner: Any, num_reqs: int, query_lens: np.ndarray) -> bool
     tables = runner.input_batch.block_table
     marked = False
     for kv_cache_gid, planner in forest_planners(runner):
+        if planner.static_serves(query_lens[:num_reqs]):
+            continue  # planned statically: its full graph holds the forest kernels
         host_table = tables[kv_cache_gid].block_table.np
         if planner.would_group(query_lens[:num_reqs], computed, host_table):
             planner.mark_step(num_reqs)
             marked = True
     return marked
+
+
+def note_forest_step(runner: Any, mode: Any, batch_descriptor: Any) -> None:
+    """Tell the static planners the graph mode the runner picked for this step."""
+    full = getattr(mode, "name", None) == "FULL"
+    num_tokens = int(getattr(batch_descriptor, "num_tokens", -1))
+    for _, planner in forest_planners(runner):
+        if planner.static is not None:
+            planner.note_step(full_graph=full, num_tokens=num_tokens)
 
 
 # rebasekit: ignore[RK401] the plugin forces the V1 runner (runner_choice.force_v1_model_runner)
@@ -81,7 +97,7 @@ class ForestStepDispatchPatch(ArcticPatch[GPUModelRunner]):
         )
         if real_step and not use_cascade_attn:
             use_cascade_attn = mark_forest_step(self, num_reqs, num_scheduled_tokens_np)
-        return ForestStepDispatchPatch._orig__determine_batch_execution_and_padding(
+        decision = ForestStepDispatchPatch._orig__determine_batch_execution_and_padding(
             self,
             num_tokens,
             num_reqs,
@@ -95,3 +111,6 @@ class ForestStepDispatchPatch(ArcticPatch[GPUModelRunner]):
             force_num_active_loras=force_num_active_loras,
             num_encoder_reqs=num_encoder_reqs,
         )
+        if real_step and isinstance(decision, tuple) and len(decision) >= 2:
+            note_forest_step(self, decision[0], decision[1])
+        return decision

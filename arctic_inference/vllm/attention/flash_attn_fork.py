@@ -744,8 +744,8 @@ class FlashAttentionMetadataBuilder(AttentionMetadataBuilder[FlashAttentionMetad
         new_metadata = copy.copy(metadata)
         new_metadata.block_table = blk_table
         new_metadata.slot_mapping = slot_mapping
-        # Forest: the plan was grouped on the other block table.
-        new_metadata.forest = None
+        # Forest: a plan grouped on the other table is dropped, a static one refilled.
+        new_metadata.forest = self.forest and self.forest.replan(metadata.forest, new_metadata)
         return new_metadata
 
     def use_cascade_attention(self, *args, **kwargs) -> bool:

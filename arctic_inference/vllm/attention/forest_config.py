@@ -37,7 +37,8 @@ FOREST_CASCADE_ATTN_CONFIGS = ArcticArg(
     "'{\"max_query_len\": 16, \"min_group_size\": 2}' ('{}' = defaults): requests "
     "whose leading KV blocks are the same physical blocks attend to that shared prefix "
     "in one grouped FlashAttention call. Knobs: max_query_len, min_group_size, "
-    "min_additional_prefix_blocks, min_non_singleton_fraction, max_non_singleton_groups. "
+    "min_additional_prefix_blocks, min_non_singleton_fraction, max_non_singleton_groups, "
+    "full_cuda_graphs (false: grouped decode steps run piecewise CUDA graphs). "
     "Absent: the FlashAttention fork runs upstream's code path.",
     check=lambda value: _validate(value),
 )
@@ -62,6 +63,12 @@ class ForestConfig:
     groups; below it the extra kernel launches are not worth it.
     ``max_non_singleton_groups``: most groups in one batch; the groups saving the most
     KV reads are kept, the rest of their requests run ungrouped.
+    ``full_cuda_graphs``: in an engine whose decode steps run full CUDA graphs (and
+    whose mixed steps do not), plan single-token decode steps with static shapes in
+    persistent buffers (:mod:`.static_plan`), so the full decode graphs hold the forest
+    kernels and grouped decode steps replay them; off, grouped steps run piecewise.
+    Opt-in until measured on the GPU: the captured graphs run the forest kernels on
+    every decode step, grouped or not.
     """
 
     max_query_len: int = 16
@@ -69,8 +76,14 @@ class ForestConfig:
     min_additional_prefix_blocks: int = 1
     min_non_singleton_fraction: float = 0.25
     max_non_singleton_groups: int = 256
+    full_cuda_graphs: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.full_cuda_graphs, bool):
+            raise ValueError(
+                f"forest_cascade_attn_configs: full_cuda_graphs must be true or false, "
+                f"got {self.full_cuda_graphs!r}."
+            )
         for name in ("max_query_len", "min_additional_prefix_blocks", "max_non_singleton_groups"):
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("min_group_size", self.min_group_size, minimum=2)

@@ -10,6 +10,9 @@
 3. Merge: for grouped tokens the two partial results are combined by their
    log-sum-exp (``merge_attn_states``) and scattered back to their rows.
 
+A static plan (:mod:`.static_plan`) runs the same three steps over every token, grouped
+or not, with shapes fixed by the padded batch, so that a full CUDA graph can hold them.
+
 The kernels are parameters (``attn_fn`` with ``flash_attn_varlen_func``'s keywords,
 ``merge_fn`` with ``merge_attn_states``'s), so the same code runs on the GPU with
 vLLM's kernels and on the CPU with :mod:`.reference`.
@@ -67,7 +70,7 @@ def forest_attention(
         block_table=plan.suffix_block_table,
         **common,
     )
-    if plan.num_groups == 0:
+    if plan.num_groups == 0 and not plan.static:
         return output
 
     rows = plan.prefix_token_index

@@ -35,6 +35,9 @@ class ForestPlan:
     suffix_block_table: torch.Tensor  # (num_reqs, width) int32, shifted per request
     suffix_seqused_k: torch.Tensor  # (num_reqs,) int32
     max_suffix_kv_len: int
+    # Static plans (:mod:`.static_plan`): tensors in persistent buffers, shapes fixed by
+    # the padded batch; the prefix call runs even when nothing is grouped.
+    static: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
