@@ -17,15 +17,13 @@ import numpy as np
 import pytest
 import torch
 from test_dispatch import full_graph_runner, full_graph_step  # noqa: F401 (fixtures)
-from test_forest_math import BLOCK, HEAD, HEADS, KV_HEADS, _paged_batch
+from test_forest_math import BLOCK, HEAD, HEADS, KV_HEADS, _paged_batch, run_forest_on_cpu
 
 from arctic_inference.vllm.attention.forest_config import ForestConfig, parse_forest_config
-from arctic_inference.vllm.attention.forward import forest_attention
 from arctic_inference.vllm.attention.grouping import find_prefix_groups
 from arctic_inference.vllm.attention.plan import build_forest_plan
 from arctic_inference.vllm.attention.planner import STATS, static_capacity
 from arctic_inference.vllm.attention.reference import (
-    reference_merge_attn_states,
     reference_varlen_attention,
 )
 from arctic_inference.vllm.attention.static_plan import StaticPlanBuffers, static_host_index
@@ -83,20 +81,7 @@ def _static_plan(batch, grouping, buffers):
 
 
 def _run(batch, plan):
-    out = torch.full_like(batch["query"], float("nan"))
-    forest_attention(
-        output=out,
-        query=batch["query"],
-        key_cache=batch["key"],
-        value_cache=batch["value"],
-        plan=plan,
-        cu_seqlens_q=torch.from_numpy(batch["qsl"]).int(),
-        max_query_len=int(np.diff(batch["qsl"]).max()),
-        softmax_scale=SCALE,
-        attn_fn=reference_varlen_attention,
-        merge_fn=reference_merge_attn_states,
-    )
-    return out[: batch["real_tokens"]]
+    return run_forest_on_cpu(batch, plan, SCALE)[: batch["real_tokens"]]
 
 
 def _dynamic(batch, grouping):
