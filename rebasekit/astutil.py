@@ -16,6 +16,9 @@ from collections.abc import Iterator
 
 from rebasekit import pyparse
 
+#: A function definition, sync or async (what the analyses walk as a body).
+FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
+
 
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, None for anything else (calls, subscripts)."""

@@ -16,11 +16,9 @@ from dataclasses import dataclass
 
 from rebasekit.analysis.callsites import CallSite
 from rebasekit.analysis.pluginclasses import expand, import_map, self_name
-from rebasekit.astutil import children, dotted
+from rebasekit.astutil import FuncNode, children, dotted
 from rebasekit.corpus.models import PluginCorpus, UpstreamCall, corpus_memo
 from rebasekit.index import CodeIndex, Symbol
-
-FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def _methods(cls: ast.ClassDef) -> list[FuncNode]:

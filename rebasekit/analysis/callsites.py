@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.binding import BindResult, bind, shape_of_call
-from rebasekit.analysis.defnodes import call_params, def_node
+from rebasekit.analysis.defnodes import call_params, def_node, mro_methods
 from rebasekit.analysis.shapes import ReturnShape, dotted, return_shape, unpack_targets
 from rebasekit.astutil import walk
 from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall, corpus_memo
@@ -186,25 +186,19 @@ def upstream_call_sites(
     """
     want = callee.name if callee.kind == "class" else callee.qualname.rsplit(".", 1)[-1]
     out: list[tuple[str, int, str]] = []
-    for klass in index.mro(owner):
-        node = def_node(klass)
-        if node is None:
-            continue
-        for func in node.body:
-            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for call in walk(func):
-                if isinstance(call, ast.Call):
-                    name = dotted(call.func) or ""
-                    if name.rsplit(".", 1)[-1] == want:
-                        line = (klass.lineno or 1) + call.lineno - 1
-                        out.append(
-                            (
-                                f"{klass.qualname.rsplit('.', 1)[-1]}.{func.name}",
-                                line,
-                                ast.unparse(call),
-                            )
+    for klass, func in mro_methods(index, owner):
+        for call in walk(func):
+            if isinstance(call, ast.Call):
+                name = dotted(call.func) or ""
+                if name.rsplit(".", 1)[-1] == want:
+                    line = (klass.lineno or 1) + call.lineno - 1
+                    out.append(
+                        (
+                            f"{klass.qualname.rsplit('.', 1)[-1]}.{func.name}",
+                            line,
+                            ast.unparse(call),
                         )
+                    )
     return out
 
 

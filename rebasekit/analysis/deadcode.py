@@ -19,7 +19,7 @@ import textwrap
 
 from rebasekit.analysis.mentions import Mention, module_mentions, plugin_mentions, tree_mentions
 from rebasekit.analysis.pluginclasses import expand, import_map
-from rebasekit.astutil import dotted, parse_text, walk
+from rebasekit.astutil import FuncNode, dotted, parse_text, walk
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index import CodeIndex, Symbol
 
@@ -28,7 +28,6 @@ _FANOUT = 8  # mentions of one name judged at most; more counts as running
 _BUDGET = 400  # names judged per question at most
 _BUILDING_MEMBERS = ("__new__", "__init__", "__call__", "__class__")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def _short(qualname: str) -> str:

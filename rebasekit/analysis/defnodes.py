@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Iterator
 
 from rebasekit.analysis.binding import drop_bound
-from rebasekit.astutil import parse_text
+from rebasekit.astutil import FuncNode, parse_text
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.models import Param
 
@@ -22,6 +23,20 @@ def def_node(sym: Symbol) -> DefNode | None:
         return None
     node = module.body[0]
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
+
+
+def mro_methods(index: CodeIndex, cls: Symbol) -> Iterator[tuple[Symbol, FuncNode]]:
+    """``(class, method node)`` for each method written in ``cls`` or an in-tree base, MRO order.
+
+    Line numbers in a method node count from its class's first line (``klass.lineno``).
+    """
+    for klass in index.mro(cls):
+        node = def_node(klass)
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for func in node.body:
+            if isinstance(func, FuncNode):
+                yield klass, func
 
 
 def owner_class(index: CodeIndex, sym: Symbol) -> Symbol | None:

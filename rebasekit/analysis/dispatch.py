@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 from rebasekit.analysis.binding import CallShape, bind, drop_bound
 from rebasekit.analysis.mentions import module_mentions, plugin_mentions
-from rebasekit.astutil import dotted
+from rebasekit.astutil import FuncNode, dotted
 from rebasekit.corpus.models import PluginCorpus
 from rebasekit.index.visitor import signature_of
 
-FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from rebasekit.analysis.defnodes import def_node
+from rebasekit.analysis.defnodes import def_node, mro_methods
 from rebasekit.analysis.shapes import self_assignments
-from rebasekit.analysis.wrapdeps import FuncNode
-from rebasekit.astutil import walk
+from rebasekit.astutil import FuncNode, walk
 from rebasekit.index import CodeIndex, Symbol
 
 
@@ -58,21 +57,17 @@ def new_duties(
     if not added:
         return []
     out: list[NewDuty] = []
-    for klass in index.mro(cls):
-        node = def_node(klass)
-        if not isinstance(node, ast.ClassDef):
+    for klass, func in mro_methods(index, cls):
+        if func.name == method:
             continue
-        for func in node.body:
-            if not isinstance(func, FuncNode) or func.name == method:
-                continue
-            for name, line in _reads(func).items():
-                if name in added and all(d.attr != name for d in out):
-                    out.append(
-                        NewDuty(
-                            name,
-                            (new_sym.lineno or 1) + added[name] - 1,
-                            f"{klass.name}.{func.name}",
-                            (klass.lineno or 1) + line - 1,
-                        )
+        for name, line in _reads(func).items():
+            if name in added and all(d.attr != name for d in out):
+                out.append(
+                    NewDuty(
+                        name,
+                        (new_sym.lineno or 1) + added[name] - 1,
+                        f"{klass.name}.{func.name}",
+                        (klass.lineno or 1) + line - 1,
                     )
+                )
     return sorted(out, key=lambda d: d.attr)

@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rebasekit.analysis.shapes import self_assignments
-from rebasekit.astutil import children, dotted
+from rebasekit.astutil import FuncNode, children, dotted
 from rebasekit.corpus import version_gates
 from rebasekit.corpus.constructed import constructed_class_names
 from rebasekit.corpus.models import PatchClass, PluginCorpus, corpus_memo
 from rebasekit.index import CodeIndex, Symbol
 
-FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 T = TypeVar("T")
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from rebasekit.analysis.callsites import Unpacking
 from rebasekit.analysis.shapes import dotted
-from rebasekit.analysis.wrapdeps import FuncNode, wrapper_use
-from rebasekit.astutil import first_param, walk
+from rebasekit.analysis.wrapdeps import wrapper_use
+from rebasekit.astutil import FuncNode, first_param, walk
 from rebasekit.corpus.models import PatchClass, PluginCorpus, UpstreamCall, corpus_memo
 
 

@@ -14,9 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.shapes import return_shape, self_assignments
-from rebasekit.astutil import children, first_param, own_nodes
-
-FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
+from rebasekit.astutil import FuncNode, children, first_param, own_nodes
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from rebasekit.analysis.attrs import Provision
-from rebasekit.analysis.defnodes import def_node
+from rebasekit.analysis.defnodes import mro_methods
 from rebasekit.astutil import dotted, parse_text, walk
 from rebasekit.index import CodeIndex, Symbol
 
@@ -54,26 +54,20 @@ def new_wraps(old: Provision, new: Provision, attr: str) -> list[tuple[str, str,
 def unwrapper(index: CodeIndex, cls: Symbol, attr: str, wrapper: str) -> Symbol | None:
     """A method of ``cls`` (or its in-tree bases) testing ``isinstance(self.<attr>, ...W...)``."""
     short = wrapper.rsplit(".", 1)[-1]
-    for klass in index.mro(cls):
-        node = def_node(klass)
-        if node is None:
-            continue
-        for func in node.body:
-            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for klass, func in mro_methods(index, cls):
+        if not _returns_attr(func, attr):
+            continue  # tests the wrapper for another purpose than handing the object out
+        for call in walk(func):
+            if not (
+                isinstance(call, ast.Call)
+                and dotted(call.func) == "isinstance"
+                and len(call.args) == 2
+            ):
                 continue
-            if not _returns_attr(func, attr):
-                continue  # tests the wrapper for another purpose than handing the object out
-            for call in walk(func):
-                if not (
-                    isinstance(call, ast.Call)
-                    and dotted(call.func) == "isinstance"
-                    and len(call.args) == 2
-                ):
-                    continue
-                subject, kinds = call.args
-                names = {(dotted(k) or "").rsplit(".", 1)[-1] for k in walk(kinds)}
-                if dotted(subject) == f"self.{attr}" and short in names:
-                    return index.lookup_member(klass, func.name)
+            subject, kinds = call.args
+            names = {(dotted(k) or "").rsplit(".", 1)[-1] for k in walk(kinds)}
+            if dotted(subject) == f"self.{attr}" and short in names:
+                return index.lookup_member(klass, func.name)
     return None
 
 

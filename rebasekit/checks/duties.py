@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from rebasekit.analysis.attrs import patch_own_names
 from rebasekit.analysis.duties import new_duties
 from rebasekit.analysis.overrides import override_drifts
-from rebasekit.analysis.wrapdeps import FuncNode, wrapper_use
+from rebasekit.analysis.wrapdeps import wrapper_use
+from rebasekit.astutil import FuncNode
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Location

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rebasekit.analysis.overrides import OverrideDrift, override_drifts
-from rebasekit.analysis.wrapdeps import FuncNode, touched, wrapper_use
+from rebasekit.analysis.wrapdeps import touched, wrapper_use
+from rebasekit.astutil import FuncNode
 from rebasekit.checks.registry import register_check
 from rebasekit.context import ScanContext
 from rebasekit.findings import Finding, Severity

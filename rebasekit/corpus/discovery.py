@@ -23,10 +23,9 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rebasekit.astutil import dotted
+from rebasekit.astutil import FuncNode, dotted
 
 Expand = Callable[[str | None, dict[str, str] | None], str | None]
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 _WRAPPERS = {"staticmethod": "staticmethod", "classmethod": "classmethod", "property": "property"}
 
 
@@ -65,7 +64,7 @@ class Installed:
     name: str
     lineno: int
     value: ast.expr
-    function: FunctionNode | None  # the plugin function the value names, when it names one
+    function: FuncNode | None  # the plugin function the value names, when it names one
     kind: str  # method / staticmethod / classmethod / property / attribute
     scope: dict[str, str]  # the import bindings where the assignment is
 
@@ -80,7 +79,7 @@ def installed_attributes(
     """Assignments and ``setattr`` calls onto upstream names anywhere in ``tree``."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
-    def visit(body: list[ast.stmt], scope: dict[str, str], defs: dict[str, FunctionNode]):
+    def visit(body: list[ast.stmt], scope: dict[str, str], defs: dict[str, FuncNode]):
         local = {**defs, **{s.name: s for s in body if isinstance(s, _FUNCS)}}
         for stmt in body:
             yield from _sites(stmt, scope, local, classes, expand, is_upstream)
@@ -114,7 +113,7 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
 def _sites(
     stmt: ast.stmt,
     scope: dict[str, str],
-    defs: dict[str, FunctionNode],
+    defs: dict[str, FuncNode],
     classes: dict[str, ast.ClassDef],
     expand: Expand,
     is_upstream: Callable[[str], bool],
@@ -146,8 +145,8 @@ def _sites(
 
 
 def _value_function(
-    value: ast.expr, defs: dict[str, FunctionNode], classes: dict[str, ast.ClassDef]
-) -> tuple[FunctionNode | None, str]:
+    value: ast.expr, defs: dict[str, FuncNode], classes: dict[str, ast.ClassDef]
+) -> tuple[FuncNode | None, str]:
     """The plugin function an assigned value names, and the kind of member it becomes."""
     kind = "method"
     if (
@@ -157,7 +156,7 @@ def _value_function(
         and len(value.args) == 1
     ):
         kind, value = _WRAPPERS[value.func.id], value.args[0]
-    function: FunctionNode | None = None
+    function: FuncNode | None = None
     if isinstance(value, ast.Name):
         function = defs.get(value.id)
     elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
@@ -206,7 +205,7 @@ def registered_classes(
                         yield text, node.lineno
 
 
-def returned_class_names(function: FunctionNode) -> Iterator[tuple[str, int]]:
+def returned_class_names(function: FuncNode) -> Iterator[tuple[str, int]]:
     """``("module.Class", line)`` for each dotted string a function returns.
 
     What a ``vllm.platform_plugins`` entry point gives vLLM: the platform class to load.
