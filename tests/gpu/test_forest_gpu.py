@@ -256,11 +256,19 @@ def test_greedy_rollouts_match_flash_attn_or_diverge_no_more_than_vllms_cascade(
         f"rollouts: FLASH_ATTN vs itself {self_share:.3f}; forest vs FLASH_ATTN: {comparison.summary()}"
     )
     print(f"baseline, vLLM cascade vs FLASH_ATTN (one_prefix): {cascade.summary()}")
+    _assert_within_the_cascade_tie_rule(comparison, self_share, cascade, agreed_delta=True)
+
+
+def _assert_within_the_cascade_tie_rule(comparison, self_share, cascade, agreed_delta=False):
+    """The rollouts' rule: ids as often identical to FLASH_ATTN as FLASH_ATTN is to itself,
+    or else every first divergence a tie no wider than the widest vLLM's own cascade makes
+    on the one-prefix batch (and, with ``agreed_delta``, agreed tokens moving no more)."""
     if comparison.identical_share >= self_share:
         return
     assert cascade.divergences, "vLLM's cascade matched FLASH_ATTN exactly: no baseline gap"
     widest = max(cascade.gaps())
-    assert comparison.agreed_delta <= cascade.agreed_delta
+    if agreed_delta:
+        assert comparison.agreed_delta <= cascade.agreed_delta
     wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
     assert not wide, (widest, wide)
 
@@ -289,12 +297,7 @@ def test_forest_in_an_engine_with_full_graphs_runs_grouped_steps_piecewise(
     cascade = greedy_compare.compare(upstream_runs[0]["one_prefix"], vllm_cascade_run["one_prefix"])
     print(f"rollouts, forest with full graphs vs FLASH_ATTN: {comparison.summary()}")
     print(f"rollouts, forest piecewise vs FLASH_ATTN: {piecewise.summary()}")
-    if comparison.identical_share >= _share(flash_a, flash_b):
-        return
-    assert cascade.divergences, "vLLM's cascade matched FLASH_ATTN exactly: no baseline gap"
-    widest = max(cascade.gaps())
-    wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
-    assert not wide, (widest, wide)
+    _assert_within_the_cascade_tie_rule(comparison, _share(flash_a, flash_b), cascade)
 
 
 def test_forest_static_plans_run_grouped_decode_steps_inside_full_graphs(
@@ -332,12 +335,7 @@ def test_forest_static_plans_run_grouped_decode_steps_inside_full_graphs(
     comparison = greedy_compare.compare(flash_a, full["rollouts"])
     cascade = greedy_compare.compare(upstream_runs[0]["one_prefix"], vllm_cascade_run["one_prefix"])
     print(f"rollouts, forest static plans in full graphs vs FLASH_ATTN: {comparison.summary()}")
-    if comparison.identical_share >= _share(flash_a, flash_b):
-        return
-    assert cascade.divergences, "vLLM's cascade matched FLASH_ATTN exactly: no baseline gap"
-    widest = max(cascade.gaps())
-    wide = [d for d in comparison.divergences if d.gap is None or d.gap > widest]
-    assert not wide, (widest, wide)
+    _assert_within_the_cascade_tie_rule(comparison, _share(flash_a, flash_b), cascade)
 
 
 def test_a_captured_static_plan_replays_other_groupings(modules):
