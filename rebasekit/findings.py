@@ -10,7 +10,7 @@ output code of its own.
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -72,6 +72,16 @@ class Finding:
         symbol = (self.plugin.symbol if self.plugin else None) or ""
         ident = self.record.identity() if self.record is not None else (self.message,)
         return (self.code, path, symbol, *ident)
+
+    def with_reason(self, reason: str, key: str, value: Any) -> Finding:
+        """A copy whose message ends with ``(reason)`` and whose details record ``key``.
+
+        How a check says why this finding is weaker than its kind (a call site that never
+        runs, a call dispatched elsewhere), in the text and in the JSON alike.
+        """
+        return replace(
+            self, message=f"{self.message} ({reason})", details={**self.details, key: value}
+        )
 
     def explain(self, style: Any = "text") -> str:
         """The message worded for ``style`` (see :class:`rebasekit.records.Style`)."""

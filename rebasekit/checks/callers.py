@@ -11,7 +11,6 @@ override still forwards by position but upstream dropped now fills another param
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Iterator
 
 from rebasekit.analysis.binding import render_params
@@ -130,10 +129,8 @@ def _report(
     )
     if unreached is None:
         return found
-    return dataclasses.replace(
-        found,
-        message=f"{found.message} (cannot fail: the call site never runs: {unreached})",
-        details={**found.details, "unreached_by_upstream": unreached},
+    return found.with_reason(
+        f"cannot fail: the call site never runs: {unreached}", "unreached_by_upstream", unreached
     )
 
 

@@ -7,7 +7,6 @@ be one the plugin adds in ways no static reading follows.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 from rebasekit.analysis.binding import bind, render_params
@@ -108,11 +107,7 @@ def check_class_calls(ctx: ScanContext) -> Iterator[Finding]:
                 suggestion=f"update the call to match {sig}",
             )
             if why:
-                found = dataclasses.replace(
-                    found,
-                    message=f"{found.message} (likely cannot fail: {why})",
-                    details={**found.details, "dispatched_to": why},
-                )
+                found = found.with_reason(f"likely cannot fail: {why}", "dispatched_to", why)
             yield found
 
 

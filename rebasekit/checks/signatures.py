@@ -3,7 +3,6 @@ upstream definition they replace, at the scanned tree."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 from rebasekit import codes
@@ -157,11 +156,7 @@ def _report_diffs(
             suggestion=_suggest(diff.code, theirs, up),
         )
         if note:
-            found = dataclasses.replace(
-                found,
-                message=f"{found.message} (cannot fail: {note})",
-                details={**found.details, "unreached_by_upstream": note},
-            )
+            found = found.with_reason(f"cannot fail: {note}", "unreached_by_upstream", note)
         yield found
 
 
