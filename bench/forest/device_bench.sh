@@ -3,8 +3,9 @@
 # From the project root, after `source .gpu2/device-env.sh` and
 # `bash tests/gpu/device_run.sh install` (see ../shared/gpu/README.md):
 #   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS] [--forest-full-graphs ...]
-# (arguments after WORKLOADS go to forest_speed.py; with --forest-full-graphs the runs are
-# kept apart, in /tmp/forest-runs-full-graphs and bench/forest/runs-full-graphs)
+# (arguments after WORKLOADS go to forest_speed.py; runs of each setting are kept apart:
+# engine cores in their own processes, vLLM's default, in runs-mp[-full-graphs]; with
+# --in-process in runs[-full-graphs], under /tmp/forest-... and bench/forest/)
 # Builds the model once (/opt/models/small-llama-8k), starts the three engines and measures
 # workloads while they fit in BUDGET_S (default 480), keeps each finished workload in
 # /tmp/forest-runs (a later call continues with the missing ones) and copies runs, engine
@@ -16,7 +17,12 @@ workloads="${2:-rollouts,sysprompt,noshare}"
 shift 2 2>/dev/null || shift $#
 model=/opt/models/small-llama-8k
 suffix=""
-for arg in "$@"; do [ "$arg" = "--forest-full-graphs" ] && suffix="-full-graphs"; done
+in_process=0
+for arg in "$@"; do
+  [ "$arg" = "--forest-full-graphs" ] && suffix="-full-graphs"
+  [ "$arg" = "--in-process" ] && in_process=1
+done
+[ "$in_process" -eq 1 ] || suffix="-mp$suffix"
 runs="/tmp/forest-runs$suffix"
 mkdir -p "$OUT" "$runs"
 # Runs returned by an earlier machine, put back into the tree: continue from them.

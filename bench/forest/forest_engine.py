@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,8 +32,11 @@ def engine_kwargs(
     cudagraph_mode: str | None,
     gpu_util: float,
     forest_full_graphs: bool = False,
+    engine_core_process: bool = False,
 ) -> dict:
-    """``forest_full_graphs`` adds ``"full_cuda_graphs": true`` to forest's config."""
+    """``forest_full_graphs`` adds ``"full_cuda_graphs": true`` to forest's config;
+    ``engine_core_process`` (vLLM's default layout) reads forest's counters through the
+    stats extension (:mod:`forest_stats_ext`)."""
     knobs = json.dumps({"full_cuda_graphs": True} if forest_full_graphs else {})
     arctic = {"forest_cascade_attn_configs": knobs} if config == "forest" else {}
     # Every configuration runs vLLM's default graphs unless told: forest's grouped steps
@@ -50,6 +54,8 @@ def engine_kwargs(
         seed=0,
         additional_config={"arctic": arctic},
     )
+    if engine_core_process:
+        kwargs["worker_extension_cls"] = "forest_stats_ext.ForestStatsExtension"
     if mode is not None:
         kwargs["compilation_config"] = {"cudagraph_mode": mode}
     return kwargs
@@ -102,32 +108,43 @@ def serve(args) -> None:
 
     from arctic_inference.vllm.attention.planner import STATS
 
+    engine_core_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"
     t0 = time.time()
     llm = LLM(
         **engine_kwargs(
-            args.config, args.model, args.cudagraph_mode, args.gpu_util, args.forest_full_graphs
+            args.config,
+            args.model,
+            args.cudagraph_mode,
+            args.gpu_util,
+            args.forest_full_graphs,
+            engine_core_process,
         )
     )
     started = round(time.time() - t0, 1)
     workloads = make_workloads()
 
+    def stats() -> dict[str, int]:
+        return llm.collective_rpc("forest_stats")[0] if engine_core_process else dict(STATS)
+
     def handle(cmd: dict) -> dict:
         workload = workloads[cmd["workload"]]
         if cmd.get("profile"):
+            if engine_core_process:
+                return {"error": "profiling needs the engine in this process (--in-process)"}
             return {"profile": _profile(llm, workload)}
-        planned_before = STATS["planned"]
-        static_full_before = STATS["static_full_grouped"]
+        before = stats()
         tokens, start = 0, time.perf_counter()
         for _ in range(cmd["rounds"]):
             tokens += _round(llm, workload)
         elapsed = time.perf_counter() - start
+        after = stats()
         return {
             "tokens": tokens,
             "rounds": cmd["rounds"],
             "elapsed_s": elapsed,
             "tokens_per_s": tokens / elapsed,
-            "forest_planned_steps": STATS["planned"] - planned_before,
-            "forest_full_graph_steps": STATS["static_full_grouped"] - static_full_before,
+            "forest_planned_steps": after["planned"] - before["planned"],
+            "forest_full_graph_steps": after["static_full_grouped"] - before["static_full_grouped"],
         }
 
     serve_loop(handle, {"config": args.config, "engine_start_s": started})

@@ -40,18 +40,25 @@ from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
 
 
-def _env(config: str) -> dict[str, str]:
+def _env(config: str, in_process: bool = False) -> dict[str, str]:
     """The engine's environment: the baselines are vLLM's own FlashAttention, so the
-    plugin (which installs the FlashAttention fork whenever it is on) is off for them."""
+    plugin (which installs the FlashAttention fork whenever it is on) is off for them.
+
+    By default the engine keeps vLLM's own layout, the engine core in a process of its
+    own (``VLLM_ENABLE_V1_MULTIPROCESSING=1``), where output processing overlaps the
+    engine's steps; ``in_process`` runs the core in the engine script's process (needed
+    by the profiler, which sees only its own process's kernels)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     env.update(
         ARCTIC_INFERENCE_ENABLED="1" if config == "forest" else "0",
-        VLLM_ENABLE_V1_MULTIPROCESSING="0",
+        VLLM_ENABLE_V1_MULTIPROCESSING="0" if in_process else "1",
         VLLM_USE_V2_MODEL_RUNNER="0",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         PYTHONUNBUFFERED="1",
     )
+    # The engine core imports the stats extension (forest_stats_ext) by name.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     return env
 
 
@@ -66,7 +73,7 @@ def start_engines(args) -> list[EngineProcess]:
         if args.forest_full_graphs and config == "forest":
             argv += ["--forest-full-graphs"]
         log = args.runs / f"engine-{config}.log"
-        engine = EngineProcess(config, argv, log, env=_env(config))
+        engine = EngineProcess(config, argv, log, env=_env(config, args.in_process))
         print(f"engine {config} up in {engine.info['engine_start_s']} s", flush=True)
         engines.append(engine)
     return engines
@@ -102,17 +109,33 @@ def measure_workload(args, engines: list[EngineProcess], name: str, deadline: fl
         "rounds": rounds,
         "sizing_s": sizing,
         "runs": runs,
-        "forest_full_graphs": bool(args.forest_full_graphs),
+        **run_setting(args),
     }
 
 
-def mismatched_runs(records: dict[str, dict], forest_full_graphs: bool) -> list[str]:
-    """Workloads whose saved runs were measured with the other forest setting (a resumed
-    report must not mix the two; records from before the flag existed count as off)."""
+def run_setting(args) -> dict[str, bool]:
+    """What a saved run was measured with, beyond the workload: a resumed report must
+    not mix settings."""
+    return {
+        "forest_full_graphs": bool(args.forest_full_graphs),
+        "engine_core_process": not args.in_process,
+    }
+
+
+# Records written before a setting existed were measured with the engine in-process
+# and forest's dynamic plans.
+SETTING_BEFORE_RECORDED = {"forest_full_graphs": False, "engine_core_process": False}
+
+
+def mismatched_runs(records: dict[str, dict], setting: dict[str, bool]) -> list[str]:
+    """Workloads whose saved runs were measured with another setting than ``setting``."""
     return sorted(
         name
         for name, record in records.items()
-        if bool(record.get("forest_full_graphs", False)) != forest_full_graphs
+        if any(
+            bool(record.get(key, SETTING_BEFORE_RECORDED[key])) != value
+            for key, value in setting.items()
+        )
     )
 
 
@@ -248,6 +271,12 @@ def main() -> int:
         help='add "full_cuda_graphs": true to the forest engine\'s config (static plans '
         "inside the uniform-decode full graphs; needs full-and-piecewise graphs, vLLM's default)",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run each engine core in its engine script's process "
+        "(VLLM_ENABLE_V1_MULTIPROCESSING=0); the rollouts profile needs it",
+    )
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--runs", type=Path, default=HERE / "runs")
     parser.add_argument(
@@ -265,16 +294,19 @@ def main() -> int:
     names = args.workloads.split(",")
     done = lambda n: (args.runs / f"{n}.json").is_file()  # noqa: E731
     saved = {n: json.loads((args.runs / f"{n}.json").read_text()) for n in names if done(n)}
-    other = mismatched_runs(saved, bool(args.forest_full_graphs))
+    other = mismatched_runs(saved, run_setting(args))
     if other:
         print(
-            f"{args.runs} holds runs of {', '.join(other)} measured with the other "
-            "--forest-full-graphs setting; give another --runs folder",
+            f"{args.runs} holds runs of {', '.join(other)} measured with another "
+            "--forest-full-graphs or --in-process setting; give another --runs folder",
             file=sys.stderr,
         )
         return 2
     profile_path = args.runs / "rollouts-profile.json"
     want_profile = not args.no_profile and "rollouts" in names
+    if want_profile and not args.in_process:
+        print("note: the rollouts profile needs --in-process; not profiled", flush=True)
+        want_profile = False
     pending = [n for n in names if not done(n)]
     start = time.time()
     if pending or (want_profile and not profile_path.is_file()):
@@ -302,13 +334,17 @@ def main() -> int:
     complete = len(measured) == len(names) and (profiles or not want_profile)
     summary = summarize(measured, profiles, args.model)
     summary["complete"] = bool(complete)
-    summary["forest_full_graphs"] = bool(args.forest_full_graphs)
+    summary.update(run_setting(args))
     if args.out:
         args.out.write_text(json.dumps(summary, indent=1))
     setting = (
         '\nForest config: `{"full_cuda_graphs": true}` (static plans in the full decode graphs).\n'
         if args.forest_full_graphs
         else ""
+    ) + (
+        "\nEngine cores in the engine scripts' processes (`--in-process`).\n"
+        if args.in_process
+        else "\nEngine cores in processes of their own (vLLM's default layout).\n"
     )
     text = (
         markdown(summary)

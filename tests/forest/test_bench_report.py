@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -79,7 +80,41 @@ def test_the_forest_engine_passes_the_full_graphs_key_only_when_asked():
 
 
 def test_a_resumed_report_never_mixes_forest_settings():
-    records = {"rollouts": {"forest_full_graphs": True}, "noshare": {}, "sysprompt": {}}
-    assert forest_speed.mismatched_runs(records, True) == ["noshare", "sysprompt"]
-    assert forest_speed.mismatched_runs(records, False) == ["rollouts"]
-    assert forest_speed.mismatched_runs({}, True) == []
+    full_mp = {"forest_full_graphs": True, "engine_core_process": True}
+    records = {
+        "rollouts": {"forest_full_graphs": True, "engine_core_process": True},
+        "noshare": {},  # written before either setting was recorded: in-process, dynamic
+        "sysprompt": {"forest_full_graphs": True},
+    }
+    assert forest_speed.mismatched_runs(records, full_mp) == ["noshare", "sysprompt"]
+    in_process_full = {"forest_full_graphs": True, "engine_core_process": False}
+    assert forest_speed.mismatched_runs(records, in_process_full) == ["noshare", "rollouts"]
+    old_default = {"forest_full_graphs": False, "engine_core_process": False}
+    assert forest_speed.mismatched_runs(records, old_default) == ["rollouts", "sysprompt"]
+    assert forest_speed.mismatched_runs({}, full_mp) == []
+
+
+def test_engines_keep_vllms_own_process_layout_unless_asked():
+    """The bench must measure vLLM's default layout (engine core in its own process);
+    in-process is the profiler's mode. The engine core must find the stats extension."""
+    mp = forest_speed._env("forest")
+    assert mp["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    assert str(forest_speed.HERE) in mp["PYTHONPATH"].split(os.pathsep)
+    assert forest_speed._env("flash", in_process=True)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert mp["ARCTIC_INFERENCE_ENABLED"] == "1"
+    assert forest_speed._env("flash")["ARCTIC_INFERENCE_ENABLED"] == "0"
+
+
+def test_the_engine_core_process_reads_forest_counters_through_the_extension():
+    import forest_engine
+    import forest_stats_ext
+
+    from arctic_inference.vllm.attention.planner import STATS
+
+    kwargs = forest_engine.engine_kwargs("forest", "m", None, 0.3, engine_core_process=True)
+    module, _, name = kwargs["worker_extension_cls"].rpartition(".")
+    assert (module, name) == ("forest_stats_ext", "ForestStatsExtension")
+    assert "worker_extension_cls" not in forest_engine.engine_kwargs("forest", "m", None, 0.3)
+    counters = forest_stats_ext.ForestStatsExtension().forest_stats()
+    assert counters == dict(STATS) and "planned" in counters
+    assert counters is not STATS  # a copy: the RPC answer must not alias live counters
