@@ -175,6 +175,7 @@ def _runner_steps(config: Any, model: torch.nn.Module) -> dict[str, Any]:
                 "tokens": desc.num_tokens,
                 "graph": mode.name,
                 "capturing": is_graph_capturing,
+                "scope_capturing": runner._arctic_layouts.capturing,
                 **_layout_seen(model),
             }
         )

@@ -282,6 +282,8 @@ def test_each_graph_is_captured_in_the_layout_of_its_size(ranks) -> None:
         assert [(r["tokens"], r["graph"], r["capturing"]) for r in runs] == [
             (size, graph, graph == "FULL") for size in (8, 6, 2, 1) for graph in ("NONE", "FULL")
         ]
+        # the patched _dummy_run read vLLM's is_graph_capturing: only captures ready groups
+        assert [r["scope_capturing"] for r in runs] == [r["capturing"] for r in runs]
         for run in runs:
             mode = "folded" if run["tokens"] < 4 else "sp"
             seen = {k: run[k] for k in ("mode", "tp_size", "column_rows", "merged_method")}

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from arctic_inference.vllm.ulysses import groups, step_layout
 from arctic_inference.vllm.ulysses.shift import StepMode
 from arctic_inference.vllm.ulysses.sp_args import ShiftSettings
 from arctic_inference.vllm.ulysses.step_layout import StepLayouts
@@ -79,3 +80,46 @@ def test_shift_needs_the_folded_layout() -> None:
     sp_only = StepLayouts(ShiftSettings(enabled=False, threshold=8), None)
     with sp_only.scope():
         assert sp_only.enter(Padded(1)) is StepMode.SP
+
+
+def test_a_capturing_scope_readies_the_groups_of_its_layout_inside_the_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folded = Recorder()
+
+    @contextlib.contextmanager
+    def capture(mode: StepMode) -> Iterator[None]:
+        folded.log.append(f"capture {mode.value}")
+        try:
+            yield
+        finally:
+            folded.log.append(f"registered {mode.value}")
+
+    monkeypatch.setattr(step_layout.groups, "capture", capture)
+    layouts = StepLayouts(ON, folded)  # type: ignore[arg-type]
+    with layouts.scope():  # a warm-up: no capture
+        layouts.enter(Padded(1))
+    with layouts.scope(capturing=True):
+        assert layouts.capturing
+        layouts.enter(Padded(1))
+    with layouts.scope(capturing=True):
+        layouts.enter(Padded(16))
+    assert folded.log == [
+        "enter folded",
+        "exit folded",
+        "enter folded",
+        "capture folded",
+        "registered folded",  # after the graph, before the layout is undone
+        "exit folded",
+        "enter sp",
+        "capture sp",
+        "registered sp",
+        "exit sp",
+    ]
+
+
+def test_capture_readies_nothing_without_sp_groups_or_in_the_sp_layout() -> None:
+    assert groups.current() is None
+    for mode in StepMode:
+        with groups.capture(mode):
+            pass  # no groups: nothing to ready, and no CUDA call

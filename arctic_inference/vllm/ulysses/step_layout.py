@@ -6,8 +6,9 @@ vLLM's runner decides a step's padding, and so its CUDA-graph key, in
 the forward. The patches open a :meth:`StepLayouts.scope` around each of the
 two and call :meth:`StepLayouts.enter` with the padded batch descriptor; the
 layout (:func:`~.shift.batch_mode` of it) is installed there -- vLLM's TP group
-(:func:`.groups.step`) and, with shift parallelism, the folded weight views --
-and stays until the scope closes, so it also covers what runs after the
+(:func:`.groups.step`), with shift parallelism the folded weight views, and for
+a capture the layout's groups readied for it (:func:`.groups.capture`) -- and
+stays until the scope closes, so it also covers what runs after the
 forward (logits). Capture and replay of one graph key therefore run in one
 layout; outside a scope the model is in the SP layout, as loaded.
 """
@@ -27,6 +28,7 @@ from arctic_inference.vllm.ulysses.sp_args import ShiftSettings
 @dataclasses.dataclass
 class _Frame:
     stack: contextlib.ExitStack
+    capturing: bool
     mode: StepMode | None = None
 
 
@@ -41,14 +43,16 @@ class StepLayouts:
         self._frames: list[_Frame] = []
 
     @contextlib.contextmanager
-    def scope(self) -> Iterator[None]:
+    def scope(self, capturing: bool = False) -> Iterator[None]:
         """One engine step or dummy run; the layout it entered is undone on exit.
 
-        Scopes nest (a step may run a dummy batch before its own dispatch); each
-        restores what was installed before it.
+        ``capturing``: the dummy run captures a CUDA graph, so the groups of its
+        layout are readied for capture too (:func:`.groups.capture`). Scopes nest
+        (a step may run a dummy batch before its own dispatch); each restores
+        what was installed before it.
         """
         with contextlib.ExitStack() as stack:
-            self._frames.append(_Frame(stack))
+            self._frames.append(_Frame(stack, capturing))
             try:
                 yield
             finally:
@@ -77,6 +81,8 @@ class StepLayouts:
         frame.stack.enter_context(groups.step(mode))
         if self.folded is not None:
             frame.stack.enter_context(self.folded.step(mode))
+        if frame.capturing:
+            frame.stack.enter_context(groups.capture(mode))
         frame.mode = mode
         return mode
 
@@ -84,3 +90,8 @@ class StepLayouts:
     def mode(self) -> StepMode | None:
         """The layout of the innermost open scope (``None``: none entered yet)."""
         return self._frames[-1].mode if self._frames else None
+
+    @property
+    def capturing(self) -> bool:
+        """Whether the innermost open scope captures a CUDA graph."""
+        return bool(self._frames) and self._frames[-1].capturing

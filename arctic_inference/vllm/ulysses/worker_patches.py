@@ -14,7 +14,8 @@
   (:class:`~.folded_model.FoldedModel`), so a bad model is refused at
   start-up, not at its first small step.
 * ``GPUModelRunner.execute_model`` and ``_dummy_run`` (warm-up, profiling and
-  CUDA-graph capture): each is one scope of :class:`~.step_layout.StepLayouts`.
+  CUDA-graph capture): each is one scope of :class:`~.step_layout.StepLayouts`,
+  a capturing one when the dummy run captures a graph.
 * ``GPUModelRunner._determine_batch_execution_and_padding``: where vLLM pads
   the batch and picks its CUDA graph, for a step and a capture alike; the
   layout of the padded batch (:func:`~.shift.batch_mode`) is installed there
@@ -27,6 +28,7 @@ vLLM does when that config has SP = 1 (several engines may share a process).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -227,7 +229,8 @@ class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
         if layouts is None:
             return ModelRunnerSPPatch._orig__dummy_run(self, num_tokens, *args, **kwargs)
         _check_folded_model(self, layouts)
-        with layouts.scope():
+        call = _DUMMY_RUN.bind(self, num_tokens, *args, **kwargs)
+        with layouts.scope(capturing=bool(call.arguments.get("is_graph_capturing", False))):
             return ModelRunnerSPPatch._orig__dummy_run(self, num_tokens, *args, **kwargs)
 
     def _determine_batch_execution_and_padding(
@@ -270,6 +273,9 @@ class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
             )
         layouts.enter(batch_descriptor)
         return result
+
+
+_DUMMY_RUN = inspect.signature(GPUModelRunner._dummy_run)
 
 
 def _check_folded_model(runner: Any, layouts: StepLayouts) -> None:
