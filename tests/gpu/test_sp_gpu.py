@@ -72,9 +72,16 @@ def run_engine_logged(
     return json.loads(proc.stdout.strip().splitlines()[-1])["token_ids"], log
 
 
+@pytest.fixture(scope="module")
+def tp2_tokens() -> list[list[int]]:
+    tokens = run_engine(tp=2, sp=1)
+    assert len(tokens) == 4 and all(len(t) == 32 for t in tokens)
+    return tokens
+
+
 @needs_two
-def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
-    tp2 = run_engine(tp=2, sp=1)
+def test_sp2_greedy_float32_tokens_equal_tp2(tp2_tokens) -> None:
+    tp2 = tp2_tokens
     sp2 = run_engine(tp=1, sp=2)
     print("\nTP=2:", tp2)
     print("SP=2:", sp2)
@@ -83,22 +90,15 @@ def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
 
 
 @needs_two
-def test_shift_greedy_float32_tokens_equal_tp2() -> None:
+def test_shift_greedy_float32_tokens_equal_tp2(tp2_tokens) -> None:
     # Threshold 64: the first step (all four prompts, ~930 tokens) runs the SP layout
     # and fills the KV cache; every decode step (4 tokens) runs FOLDED and reads it.
-    tp2 = run_engine(tp=2, sp=1)
+    tp2 = tp2_tokens
     shift = run_engine(tp=1, sp=2, shift_threshold=64)
     print("\nTP=2:", tp2)
     print("SP=2 + shift:", shift)
     assert len(tp2) == 4 and all(len(t) == 32 for t in tp2)
     assert shift == tp2
-
-
-@pytest.fixture(scope="module")
-def tp2_tokens() -> list[list[int]]:
-    tokens = run_engine(tp=2, sp=1)
-    assert len(tokens) == 4 and all(len(t) == 32 for t in tokens)
-    return tokens
 
 
 def _assert_graphs_captured(log: str) -> None:
