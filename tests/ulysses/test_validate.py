@@ -145,7 +145,7 @@ def test_micro_batching_is_refused(build_config: Build) -> None:
         arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False, compilation=GRAPHS
     )
     config.parallel_config.enable_dbo = True
-    assert "micro-batching (--enable-dbo" in refusal(config)
+    assert "micro-batching with CUDA graphs (--enable-dbo" in refusal(config)
 
 
 def test_eager_ignores_the_compilation_settings(build_config: Build) -> None:

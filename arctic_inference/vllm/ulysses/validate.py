@@ -113,9 +113,10 @@ def _check_graphs(vllm_config: Any, sp: int, shift: ShiftSettings) -> None:
         )
     if vllm_config.parallel_config.use_ubatching:
         raise SequenceParallelConfigError(
-            f"{SP_FLAG}={sp} does not support micro-batching (--enable-dbo or "
-            "ubatch_size > 1): its graphs run each half-batch without the token split; "
-            "drop it."
+            f"{SP_FLAG}={sp} does not support micro-batching with CUDA graphs "
+            "(--enable-dbo or ubatch_size > 1): vLLM's micro-batch wrapper captures "
+            "and runs parts of a step, not the padded step whose layout each graph is "
+            "captured in; drop it."
         )
 
 
