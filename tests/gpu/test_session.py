@@ -11,6 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).with_name("session.sh")
 
 
@@ -89,9 +91,10 @@ def test_a_step_longer_than_the_call_waits_for_a_larger_budget(tmp_path):
     assert (tmp_path / "ran").exists()
 
 
-def test_the_next_session_plan_parses_and_fits_a_call():
-    """Every step of the committed plan has a name, an estimate under one call, a command."""
-    plan = Path(__file__).with_name("plans") / "next.plan"
+@pytest.mark.parametrize("name", ["next.plan", "sp2.plan"])
+def test_the_session_plans_parse_and_fit_a_call(name: str):
+    """Every step of a committed plan has a name, an estimate under one call, a command."""
+    plan = Path(__file__).with_name("plans") / name
     steps = [
         line.split(maxsplit=2)
         for line in plan.read_text().splitlines()

@@ -36,6 +36,17 @@ needs_two = pytest.mark.skipif(
 def run_engine(
     tp: int, sp: int, plugin: bool = True, shift_threshold: int | None = None
 ) -> list[list[int]]:
+    return run_engine_logged(tp, sp, plugin, shift_threshold)[0]
+
+
+def run_engine_logged(
+    tp: int,
+    sp: int,
+    plugin: bool = True,
+    shift_threshold: int | None = None,
+    cuda_graphs: bool = False,
+) -> tuple[list[list[int]], str]:
+    """Greedy token ids of one engine, and its log."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     existing = env.get("PYTHONPATH")
     env.update(
@@ -49,7 +60,8 @@ def run_engine(
     proc = subprocess.run(
         [sys.executable, str(RUNNER), "--tp", str(tp), "--sp", str(sp)]
         + ([] if plugin else ["--no-arctic-config"])
-        + ([] if shift_threshold is None else ["--shift-threshold", str(shift_threshold)]),
+        + ([] if shift_threshold is None else ["--shift-threshold", str(shift_threshold)])
+        + (["--cuda-graphs"] if cuda_graphs else []),
         env=env,
         capture_output=True,
         text=True,
@@ -57,12 +69,19 @@ def run_engine(
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"engine tp={tp} sp={sp} failed:\n{log[-6000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])["token_ids"]
+    return json.loads(proc.stdout.strip().splitlines()[-1])["token_ids"], log
+
+
+@pytest.fixture(scope="module")
+def tp2_tokens() -> list[list[int]]:
+    tokens = run_engine(tp=2, sp=1)
+    assert len(tokens) == 4 and all(len(t) == 32 for t in tokens)
+    return tokens
 
 
 @needs_two
-def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
-    tp2 = run_engine(tp=2, sp=1)
+def test_sp2_greedy_float32_tokens_equal_tp2(tp2_tokens) -> None:
+    tp2 = tp2_tokens
     sp2 = run_engine(tp=1, sp=2)
     print("\nTP=2:", tp2)
     print("SP=2:", sp2)
@@ -71,15 +90,46 @@ def test_sp2_greedy_float32_tokens_equal_tp2() -> None:
 
 
 @needs_two
-def test_shift_greedy_float32_tokens_equal_tp2() -> None:
+def test_shift_greedy_float32_tokens_equal_tp2(tp2_tokens) -> None:
     # Threshold 64: the first step (all four prompts, ~930 tokens) runs the SP layout
     # and fills the KV cache; every decode step (4 tokens) runs FOLDED and reads it.
-    tp2 = run_engine(tp=2, sp=1)
+    tp2 = tp2_tokens
     shift = run_engine(tp=1, sp=2, shift_threshold=64)
     print("\nTP=2:", tp2)
     print("SP=2 + shift:", shift)
     assert len(tp2) == 4 and all(len(t) == 32 for t in tp2)
     assert shift == tp2
+
+
+def _assert_graphs_captured(log: str) -> None:
+    # vLLM's capture_model logs this once per worker after capturing every size.
+    assert "Graph capturing finished" in log, log[-6000:]
+    assert "Skipping CUDA graph capture" not in log
+
+
+@needs_two
+def test_sp2_with_cuda_graphs_greedy_float32_tokens_equal_tp2(tp2_tokens) -> None:
+    # Prefill (~930 tokens, above every graph size) runs eagerly; each 4-token decode
+    # step replays the SP graph of size 4 (2 tokens per rank, split inside the graph).
+    tokens, log = run_engine_logged(tp=1, sp=2, cuda_graphs=True)
+    _assert_graphs_captured(log)
+    assert tokens == tp2_tokens
+
+
+@needs_two
+@pytest.mark.parametrize(
+    ("threshold", "decode_layout"), [(64, "FOLDED"), (2, "SP")], ids=["folded", "sp"]
+)
+def test_shift_with_cuda_graphs_greedy_float32_tokens_equal_tp2(
+    tp2_tokens, threshold: int, decode_layout: str
+) -> None:
+    # Both layouts are captured at start-up (sizes below the threshold FOLDED, the
+    # rest SP); the 4-token decode steps replay the graph of size 4, FOLDED with
+    # threshold 64 and SP with threshold 2, after an eager SP prefill.
+    tokens, log = run_engine_logged(tp=1, sp=2, shift_threshold=threshold, cuda_graphs=True)
+    _assert_graphs_captured(log)
+    print(f"\nSP=2 + shift, graphs, {decode_layout} decode:", tokens)
+    assert tokens == tp2_tokens
 
 
 @pytest.mark.skipif(_gpus() < 1, reason="needs a CUDA GPU")

@@ -41,13 +41,21 @@ def build_config(
     llama_dir: Callable[[int, int], Path], monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., Any]:
     """A real ``VllmConfig`` for a tiny Llama, Arctic values in ``additional_config``."""
-    from vllm.config import DeviceConfig, ModelConfig, ParallelConfig, VllmConfig
+    from vllm.config import (
+        CompilationConfig,
+        DeviceConfig,
+        ModelConfig,
+        ParallelConfig,
+        VllmConfig,
+    )
 
     monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "0")
     for name in (
         "ARCTIC_ULYSSES_SEQUENCE_PARALLEL_SIZE",
         "ARCTIC_ENABLE_SHIFT_PARALLEL",
         "ARCTIC_SHIFT_PARALLEL_THRESHOLD",
+        "TORCH_COMPILE_DISABLE",
+        "VLLM_USE_BREAKABLE_CUDAGRAPH",
     ):
         monkeypatch.delenv(name, raising=False)
 
@@ -56,8 +64,12 @@ def build_config(
         kv_heads: int = 2,
         arctic: dict[str, Any] | None = None,
         enforce_eager: bool = True,
+        compilation: dict[str, Any] | None = None,
         **parallel: Any,
     ) -> Any:
+        extra = (
+            {} if compilation is None else {"compilation_config": CompilationConfig(**compilation)}
+        )
         return VllmConfig(
             model_config=ModelConfig(
                 model=str(llama_dir(heads, kv_heads)),
@@ -67,6 +79,7 @@ def build_config(
             device_config=DeviceConfig(device="cpu"),
             parallel_config=ParallelConfig(**parallel),
             additional_config={"arctic": arctic or {}},
+            **extra,
         )
 
     return build

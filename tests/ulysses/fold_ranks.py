@@ -70,39 +70,174 @@ def _weights_in_use(model: torch.nn.Module) -> list[torch.Tensor]:
     return found
 
 
-def _runner_steps(config: Any, model: torch.nn.Module) -> list[dict]:
-    """The patched ``load_model`` and ``execute_model`` of vLLM's V1 runner, around a
-    stand-in for the rest of vLLM's step that records what a layer sees."""
+# CUDA-graph sizes the capture test asks vLLM for (threshold 4: 1, 2 FOLDED; 5 and 8
+# SP, and 5 does not split over SP 2), and the steps it then runs.
+GRAPH_SIZES = [1, 2, 5, 8]
+GRAPH_STEPS = (1, 3, 2, 6, 8, 9, 4)
+
+
+def _layout_seen(model: torch.nn.Module) -> dict[str, Any]:
+    """What a layer of ``model`` sees now: vLLM's TP group and one folded weight."""
     from vllm.distributed import parallel_state
+
+    from arctic_inference.vllm.ulysses import groups
+
+    mode = groups.current_mode()
+    return {
+        "mode": None if mode is None else mode.value,
+        "tp_size": parallel_state.get_tp_group().world_size,
+        "column_rows": model.column.weight.shape[0],
+        "merged_method": type(model.merged.quant_method).__name__,
+    }
+
+
+def _graph_config(config: Any) -> Any:
+    """``config`` as a CUDA platform leaves it for full graphs of the eager model:
+    the CPU platform turns graphs off, so the settled values are written back."""
+    import copy
+
+    from vllm.config import CUDAGraphMode
+
+    graphs = copy.copy(config)
+    graphs.compilation_config = copy.deepcopy(config.compilation_config)
+    graphs.parallel_config = copy.copy(config.parallel_config)
+    graphs.model_config = copy.copy(config.model_config)
+    graphs.model_config.enforce_eager = False
+    compilation = graphs.compilation_config
+    compilation.cudagraph_mode = CUDAGraphMode.FULL
+    compilation.cudagraph_capture_sizes = list(GRAPH_SIZES)
+    compilation.max_cudagraph_capture_size = GRAPH_SIZES[-1]
+    compilation.cudagraph_num_of_warmups = 1
+    return graphs
+
+
+def _runner_steps(config: Any, model: torch.nn.Module) -> dict[str, Any]:
+    """vLLM's real capture loop and batch dispatch under the patched runner.
+
+    The engine-side patch fits the capture sizes; vLLM's own ``CudagraphDispatcher``
+    makes the keys, vLLM's ``_capture_cudagraphs`` / ``_warmup_and_capture`` drive the
+    patched ``_dummy_run`` for each, and vLLM's ``_determine_batch_execution_and_padding``
+    pads every batch, at capture and in the steps after it. Only the bodies of
+    ``_dummy_run`` and ``execute_model`` (which need a GPU, a KV cache and inputs) are
+    stood in for: each dispatches its batch as vLLM's does, then records the layout
+    a layer of ``model`` sees, i.e. what a graph captured or replayed there holds.
+    """
+
+    import numpy as np
+    from vllm.config import CUDAGraphMode
+    from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
+    from arctic_inference.vllm.ulysses.engine_patches import prepare_engine_config
     from arctic_inference.vllm.ulysses.worker_patches import ModelRunnerSPPatch
 
     ModelRunnerSPPatch.apply()
-    seen: list[dict] = []
+    graphs = _graph_config(config)
+    prepare_engine_config(graphs)  # what the engine does before any worker starts
+    captured: list[dict] = []
+    steps: list[dict] = []
 
     def load(runner: Any, load_dummy_weights: bool = False) -> None:
         runner.model = model
 
-    def step(runner: Any, scheduler_output: Any, intermediate_tensors: Any = None) -> None:
-        seen.append(
+    def dummy_run(
+        runner: Any,
+        num_tokens: int,
+        cudagraph_runtime_mode: Any = None,
+        force_attention: bool = False,
+        uniform_decode: bool = False,
+        allow_microbatching: bool = True,
+        skip_eplb: bool = False,
+        is_profile: bool = False,
+        create_mixed_batch: bool = False,
+        remove_lora: bool = True,
+        is_graph_capturing: bool = False,
+        num_active_loras: int = 0,
+        profile_seq_lens: int | None = None,
+    ) -> None:
+        num_reqs = min(num_tokens, runner.scheduler_config.max_num_seqs)
+        per_req = [num_tokens // num_reqs] * num_reqs
+        per_req[-1] += num_tokens % num_reqs
+        mode, desc, *_ = runner._determine_batch_execution_and_padding(
+            num_tokens=num_tokens,
+            num_reqs=num_reqs,
+            num_scheduled_tokens_np=np.array(per_req, dtype=np.int32),
+            max_num_scheduled_tokens=1 if uniform_decode else num_tokens,
+            use_cascade_attn=False,
+            allow_microbatching=allow_microbatching,
+            force_eager=is_profile or cudagraph_runtime_mode == CUDAGraphMode.NONE,
+            force_uniform_decode=uniform_decode,
+            force_has_lora=num_active_loras > 0,
+            force_num_active_loras=num_active_loras,
+        )
+        captured.append(
             {
-                "tokens": scheduler_output.total_num_scheduled_tokens,
-                "tp_size": parallel_state.get_tp_group().world_size,
-                "column_rows": model.column.weight.shape[0],
-                "merged_method": type(model.merged.quant_method).__name__,
+                "tokens": desc.num_tokens,
+                "graph": mode.name,
+                "capturing": is_graph_capturing,
+                "scope_capturing": runner._arctic_layouts.capturing,
+                **_layout_seen(model),
+            }
+        )
+
+    def execute(runner: Any, scheduler_output: Any, intermediate_tensors: Any = None) -> None:
+        per_req = np.array(list(scheduler_output.num_scheduled_tokens.values()), dtype=np.int32)
+        mode, desc, *_ = runner._determine_batch_execution_and_padding(
+            num_tokens=scheduler_output.total_num_scheduled_tokens,
+            num_reqs=len(per_req),
+            num_scheduled_tokens_np=per_req,
+            max_num_scheduled_tokens=int(per_req.max()),
+            use_cascade_attn=False,
+            num_encoder_reqs=0,
+        )
+        # vLLM computes the logits after the forward, still inside execute_model
+        steps.append(
+            {
+                "scheduled": scheduler_output.total_num_scheduled_tokens,
+                "tokens": desc.num_tokens,
+                "graph": mode.name,
+                **_layout_seen(model),
             }
         )
 
     ModelRunnerSPPatch._orig_load_model = load
-    ModelRunnerSPPatch._orig_execute_model = step
-    runner = GPUModelRunner.__new__(GPUModelRunner)  # only the two patched methods run
-    runner.vllm_config = config
+    ModelRunnerSPPatch._orig__dummy_run = dummy_run
+    ModelRunnerSPPatch._orig_execute_model = execute
+    runner = GPUModelRunner.__new__(GPUModelRunner)  # vLLM's methods on a runner without a GPU
+    runner.vllm_config = graphs
+    runner.model_config = graphs.model_config
+    runner.compilation_config = graphs.compilation_config
+    runner.parallel_config = graphs.parallel_config
+    runner.scheduler_config = graphs.scheduler_config
+    runner.load_config = graphs.load_config
+    runner.lora_config = None
+    runner.uniform_decode_query_len = 1
+    runner.input_batch = SimpleNamespace(lora_id_to_lora_request={})
+    runner.cudagraph_dispatcher = CudagraphDispatcher(graphs)
+    runner.cudagraph_dispatcher.initialize_cudagraph_keys(CUDAGraphMode.FULL, 1)
     runner.load_model()
-    for tokens in (3, 600, 1, 4):  # threshold 4: FOLDED, SP, FOLDED, SP
-        runner.execute_model(SimpleNamespace(total_num_scheduled_tokens=tokens))
-    seen.append({"after_column_rows": model.column.weight.shape[0]})
-    return seen
+    before = _layout_seen(model)
+    sync, torch.accelerator.synchronize = torch.accelerator.synchronize, lambda *a: None
+    try:  # vLLM's capture loop, minus the device sync a CPU cannot do
+        for mode, descs in runner.cudagraph_dispatcher.get_capture_descs():
+            runner._capture_cudagraphs(descs, cudagraph_runtime_mode=mode)
+    finally:
+        torch.accelerator.synchronize = sync
+    for tokens in GRAPH_STEPS:  # one request each; then a decode step of two requests
+        runner.execute_model(
+            SimpleNamespace(total_num_scheduled_tokens=tokens, num_scheduled_tokens={"r": tokens})
+        )
+    runner.execute_model(
+        SimpleNamespace(total_num_scheduled_tokens=2, num_scheduled_tokens=dict.fromkeys("ab", 1))
+    )
+    return {
+        "sizes": graphs.compilation_config.cudagraph_capture_sizes,
+        "max_size": graphs.compilation_config.max_cudagraph_capture_size,
+        "before": before,
+        "captured": captured,
+        "steps": steps,
+        "after": _layout_seen(model),
+    }
 
 
 def _whole_model(config: Any, position: Any, case: dict) -> dict[str, Any]:

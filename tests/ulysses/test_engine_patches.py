@@ -73,3 +73,40 @@ def test_sp_off_leaves_vllm_as_it_was(patched: None, build_config: Build) -> Non
 def test_bad_config_is_refused_while_vllm_builds_it(patched: None, build_config: Build) -> None:
     with pytest.raises(ValueError, match="--enable-shift-parallel needs"):
         build_config(arctic={"enable_shift_parallel": True})
+
+
+def _settle_graph_sizes(config: Any, sizes: list[int]) -> None:
+    """What a CUDA platform leaves in the config (the CPU one turns graphs off)."""
+    config.compilation_config.cudagraph_capture_sizes = list(sizes)
+    config.compilation_config.max_cudagraph_capture_size = sizes[-1]
+
+
+def test_the_engine_fits_the_graph_sizes_to_the_token_split(
+    patched: None, build_config: Build
+) -> None:
+    config = build_config(
+        arctic={
+            "ulysses_sequence_parallel_size": 2,
+            "enable_shift_parallel": True,
+            "shift_parallel_threshold": 16,
+        },
+        enforce_eager=False,
+        compilation={"mode": "NONE", "cudagraph_mode": "FULL"},
+    )
+    _settle_graph_sizes(config, [1, 2, 3, 8, 16, 17, 24, 33])
+    assert Executor.get_class(config) is MultiprocExecutor  # the call that starts the engine
+    # below 16 FOLDED, kept; from 16 the SP layout: multiples of 2
+    assert config.compilation_config.cudagraph_capture_sizes == [1, 2, 3, 8, 16, 18, 24, 34]
+    assert config.compilation_config.max_cudagraph_capture_size == 34
+    Executor.get_class(config)
+    assert config.compilation_config.cudagraph_capture_sizes == [1, 2, 3, 8, 16, 18, 24, 34]
+
+
+def test_eager_and_sp_off_configs_keep_their_sizes(patched: None, build_config: Build) -> None:
+    eager = build_config(arctic={"ulysses_sequence_parallel_size": 2})
+    off = build_config(enforce_eager=False, compilation={"mode": "NONE", "cudagraph_mode": "FULL"})
+    for config in (eager, off):
+        _settle_graph_sizes(config, [1, 3, 5])
+        Executor.get_class(config)
+        assert config.compilation_config.cudagraph_capture_sizes == [1, 3, 5]
+        assert config.compilation_config.max_cudagraph_capture_size == 5

@@ -255,20 +255,71 @@ def test_the_lm_head_folds_only_where_the_folded_group_gathers_in_order(ranks) -
         assert result["lm_head_folded"] is in_order
 
 
-def test_the_runner_folds_at_load_and_switches_per_step(ranks) -> None:
-    # Threshold 4: 3 and 1 scheduled tokens run FOLDED, 600 and 4 the SP layout.
+def _layout(mode: str, world: int, tp: int) -> dict:
+    """What a layer sees in ``mode``, from the layouts' definitions."""
+    ranks = tp if mode == "sp" else world
+    return {
+        "mode": mode,
+        "tp_size": ranks,
+        "column_rows": INTER // ranks,
+        "merged_method": "UnquantizedLinearMethod" if mode == "sp" else "PiecewiseLinearMethod",
+    }
+
+
+def test_the_sizes_captured_in_the_sp_layout_split_over_sp(ranks) -> None:
+    # Asked for 1, 2, 5, 8 with threshold 4: 5 would run SP but does not split over 2.
+    for result in ranks[3]:
+        assert result["runner_steps"]["sizes"] == [1, 2, 6, 8]
+        assert result["runner_steps"]["max_size"] == 8
+
+
+def test_each_graph_is_captured_in_the_layout_of_its_size(ranks) -> None:
+    # vLLM captures the largest first, each after one eager warm-up of the same size.
     _, world, sp, results = ranks
     tp = world // sp
     for result in results:
-        *steps, after = result["runner_steps"]
-        assert [s["tokens"] for s in steps] == [3, 600, 1, 4]
-        assert [s["tp_size"] for s in steps] == [world, tp, world, tp]
-        assert [s["column_rows"] for s in steps] == [INTER // world, INTER // tp] * 2
-        assert [s["merged_method"] for s in steps] == [
-            "PiecewiseLinearMethod",
-            "UnquantizedLinearMethod",
-        ] * 2
-        assert after == {"after_column_rows": INTER // tp}
+        runs = result["runner_steps"]["captured"]
+        assert [(r["tokens"], r["graph"], r["capturing"]) for r in runs] == [
+            (size, graph, graph == "FULL") for size in (8, 6, 2, 1) for graph in ("NONE", "FULL")
+        ]
+        # the patched _dummy_run read vLLM's is_graph_capturing: only captures ready groups
+        assert [r["scope_capturing"] for r in runs] == [r["capturing"] for r in runs]
+        for run in runs:
+            mode = "folded" if run["tokens"] < 4 else "sp"
+            seen = {k: run[k] for k in ("mode", "tp_size", "column_rows", "merged_method")}
+            assert seen == _layout(mode, world, tp), run
+
+
+def test_each_step_replays_a_graph_in_the_layout_it_was_captured_in(ranks) -> None:
+    _, world, sp, results = ranks
+    tp = world // sp
+    keys = ("mode", "tp_size", "column_rows", "merged_method")
+    for result in results:
+        record = result["runner_steps"]
+        at_capture = {r["tokens"]: {k: r[k] for k in keys} for r in record["captured"]}
+        steps = record["steps"]
+        assert [(s["scheduled"], s["tokens"], s["graph"]) for s in steps] == [
+            (1, 1, "FULL"),
+            (3, 6, "FULL"),  # padded across the threshold: an SP graph, so an SP step
+            (2, 2, "FULL"),
+            (6, 6, "FULL"),
+            (8, 8, "FULL"),
+            (9, 9, "NONE"),  # above every graph: eager, in the layout of its own tokens
+            (4, 6, "FULL"),
+            (2, 2, "FULL"),  # two decode requests
+        ]
+        replayed = [s for s in steps if s["graph"] == "FULL"]
+        assert len(replayed) == 7
+        for step in replayed:
+            assert {k: step[k] for k in keys} == at_capture[step["tokens"]], step
+        assert {k: steps[5][k] for k in keys} == _layout("sp", world, tp)
+
+
+def test_the_model_is_in_the_sp_layout_outside_steps_and_captures(ranks) -> None:
+    _, world, sp, results = ranks
+    for result in results:
+        record = result["runner_steps"]
+        assert record["before"] == record["after"] == _layout("sp", world, world // sp)
 
 
 def test_what_cannot_fold_is_refused_by_name(ranks) -> None:

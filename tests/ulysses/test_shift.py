@@ -1,6 +1,8 @@
-"""Shift parallelism: the per-step mode, the folded weight views and the graph keys."""
+"""Shift parallelism: the per-step mode, the folded weight views and the graph sizes."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -8,10 +10,10 @@ import torch
 from arctic_inference.vllm.ulysses.heads import check_head_split
 from arctic_inference.vllm.ulysses.layout import ParallelLayout, all_layouts
 from arctic_inference.vllm.ulysses.shift import (
-    GraphKey,
-    GraphKeyRegistry,
     StepMode,
+    batch_mode,
     folded_view,
+    graph_capture_sizes,
     qkv_sizes,
     select_mode,
 )
@@ -89,53 +91,70 @@ def test_undividable_dimension_is_refused() -> None:
         folded_view("column", [6], ParallelLayout(sp=2, tp=2), ParallelLayout(sp=2, tp=2).coords(0))
 
 
-# --- graph keys ---------------------------------------------------------------
-
-SIZES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+# --- CUDA graphs of both layouts ---------------------------------------------
 
 
-def test_shift_splits_the_capture_sizes_by_threshold_and_pads_sp_sizes() -> None:
-    registry = GraphKeyRegistry([1, 3, 8, 600, 1023], sp=2, settings=ShiftSettings(True, 512))
-    assert registry.keys() == [
-        GraphKey(StepMode.FOLDED, 1),
-        GraphKey(StepMode.FOLDED, 3),
-        GraphKey(StepMode.FOLDED, 8),
-        GraphKey(StepMode.SP, 600),
-        GraphKey(StepMode.SP, 1024),  # 1023 padded to a multiple of SP
-    ]
-
-
-def test_without_shift_every_graph_is_sp() -> None:
-    registry = GraphKeyRegistry(SIZES, sp=2, settings=OFF)
-    assert {key.mode for key in registry.keys()} == {StepMode.SP}
-    assert registry.lookup(3) == (StepMode.SP, GraphKey(StepMode.SP, 4))
-    with pytest.raises(ValueError, match="only with shift"):
-        registry.register(StepMode.FOLDED, 4)
+@dataclasses.dataclass(frozen=True)
+class Padded:
+    num_tokens: int
 
 
 @pytest.mark.parametrize(
-    ("tokens", "expected"),
-    [
-        (1, (StepMode.FOLDED, GraphKey(StepMode.FOLDED, 1))),
-        (3, (StepMode.FOLDED, GraphKey(StepMode.FOLDED, 4))),
-        (300, (StepMode.FOLDED, None)),  # above the largest FOLDED size: never an SP graph
-        (512, (StepMode.SP, GraphKey(StepMode.SP, 512))),
-        (513, (StepMode.SP, GraphKey(StepMode.SP, 1024))),
-        (2000, (StepMode.SP, None)),
-    ],
+    ("padded", "mode"),
+    [(1, StepMode.FOLDED), (511, StepMode.FOLDED), (512, StepMode.SP), (513, StepMode.SP)],
 )
-def test_lookup_stays_within_the_steps_mode(tokens, expected) -> None:
-    registry = GraphKeyRegistry([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], sp=2, settings=ON)
-    assert registry.lookup(tokens) == expected
+def test_the_layout_of_a_batch_is_that_of_its_padded_size(padded: int, mode: StepMode) -> None:
+    assert batch_mode(Padded(padded), ON) is mode
+    assert batch_mode(Padded(padded), OFF) is StepMode.SP
 
 
-def test_keys_of_two_modes_never_compare_equal() -> None:
-    assert GraphKey(StepMode.SP, 8) != GraphKey(StepMode.FOLDED, 8)
-    assert len({GraphKey(StepMode.SP, 8), GraphKey(StepMode.FOLDED, 8)}) == 2
+# vLLM 0.26.0's default capture sizes for max_num_seqs 256: 1, 2, 4, 8..248 by 8,
+# 256..512 by 16.
+DEFAULT_SIZES = [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)]
 
 
-def test_registering_twice_keeps_one_key() -> None:
-    registry = GraphKeyRegistry([], sp=4, settings=ON)
-    assert registry.register(StepMode.SP, 513) == GraphKey(StepMode.SP, 516)
-    registry.register(StepMode.SP, 516)
-    assert registry.keys() == [GraphKey(StepMode.SP, 516)]
+@pytest.mark.parametrize("sp", [2, 3, 4, 8])
+@pytest.mark.parametrize("threshold", [1, 64, 500, 512])
+def test_every_size_captured_in_the_sp_layout_splits_over_sp(sp: int, threshold: int) -> None:
+    settings = ShiftSettings(enabled=True, threshold=threshold)
+    sizes = graph_capture_sizes(DEFAULT_SIZES, sp, settings, max_tokens=8192)
+    sp_sizes = [s for s in sizes if s >= threshold]
+    assert len(sp_sizes) >= 1
+    assert [s for s in sp_sizes if s % sp] == []
+    folded = [s for s in sizes if s < threshold]
+    assert folded == [s for s in DEFAULT_SIZES if s < threshold]  # FOLDED sizes untouched
+    assert sizes == sorted(set(sizes))
+    # no SP size lost: each original one pads to a fitted size less than SP above it
+    originals = [s for s in DEFAULT_SIZES if s >= threshold]
+    gaps = [min(s for s in sp_sizes if s >= size) - size for size in originals]
+    assert len(gaps) == len(originals) >= 1
+    assert max(gaps) < sp
+
+
+def test_below_the_threshold_every_size_is_kept() -> None:
+    settings = ShiftSettings(enabled=True, threshold=10_000)
+    assert graph_capture_sizes(DEFAULT_SIZES, 3, settings, max_tokens=8192) == DEFAULT_SIZES
+
+
+def test_sp_sizes_round_up_and_down_at_the_token_budget() -> None:
+    settings = ShiftSettings(enabled=True, threshold=512)
+    assert graph_capture_sizes([1, 3, 8, 601, 1023], 2, settings, max_tokens=1023) == [
+        1,
+        3,
+        8,
+        602,  # up
+        1022,  # up would pass the budget of 1023
+    ]
+
+
+def test_without_shift_every_size_is_an_sp_size() -> None:
+    assert graph_capture_sizes([1, 2, 3, 4, 8], 2, OFF, max_tokens=8192) == [2, 4, 8]
+    assert graph_capture_sizes([1, 2, 4], 4, OFF, max_tokens=8192) == [4]
+    assert graph_capture_sizes([1], 2, OFF, max_tokens=1) == []  # no multiple of 2 fits
+
+
+def test_bad_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="capture size 0 is not positive"):
+        graph_capture_sizes([0, 8], 2, ON, max_tokens=8192)
+    with pytest.raises(ValueError, match="SP size must be >= 1"):
+        graph_capture_sizes([8], 0, ON, max_tokens=8192)

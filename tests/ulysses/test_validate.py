@@ -67,14 +67,92 @@ def test_shift_with_kv_heads_replicated_over_the_folded_ranks_runs(build_config:
     assert plan is not None and plan.heads.kv_sp_replicas == 2
 
 
-def test_shift_without_enforce_eager_names_both_reasons(build_config: Build) -> None:
+# --- CUDA graphs: full graphs of the eager model, nothing compiled ----------------
+
+GRAPHS = {"mode": "NONE", "cudagraph_mode": "FULL"}
+
+
+@pytest.mark.parametrize("cudagraph_mode", ["FULL", "FULL_DECODE_ONLY"])
+@pytest.mark.parametrize("shift", [False, True])
+def test_full_graphs_without_torch_compile_run(
+    build_config: Build, cudagraph_mode: str, shift: bool
+) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": shift},
+        enforce_eager=False,
+        compilation={"mode": "NONE", "cudagraph_mode": cudagraph_mode},
+    )
+    plan = check_config(config)
+    assert plan is not None and plan.shift.enabled is shift
+
+
+def test_optimization_level_zero_needs_no_enforce_eager(build_config: Build) -> None:
+    # -O0 means no torch.compile (and, by its defaults, no graphs): nothing to refuse.
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False)
+    config.compilation_config.mode = None  # as it is before vLLM settles it
+    config.optimization_level = 0
+    assert check_config(config) is not None
+    config.optimization_level = 2
+    assert "compilation mode VLLM_COMPILE" in refusal(config)
+
+
+def test_torch_compile_disabled_by_the_environment_runs(
+    build_config: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False)
+    config.compilation_config.mode = None
+    assert "compilation mode VLLM_COMPILE" in refusal(config)
+    monkeypatch.setenv("TORCH_COMPILE_DISABLE", "1")
+    assert check_config(config) is not None
+
+
+def test_shift_under_torch_compile_names_both_reasons_and_both_fixes(build_config: Build) -> None:
     config = build_config(
         arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": True},
         enforce_eager=False,
     )
     message = refusal(config)
+    assert "--ulysses-sequence-parallel-size=2 does not run under torch.compile" in message
+    assert "compilation mode VLLM_COMPILE" in message
     assert "per-step weight layouts of shift parallelism" in message
-    assert "add --enforce-eager" in message
+    assert """--compilation-config '{"mode": "NONE", "cudagraph_mode": "FULL"}'""" in message
+    assert message.endswith("or add --enforce-eager.")
+
+
+@pytest.mark.parametrize("mode", ["STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE", "VLLM_COMPILE"])
+def test_every_torch_compile_mode_is_refused(build_config: Build, mode: str) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2},
+        enforce_eager=False,
+        compilation={"mode": mode, "cudagraph_mode": "FULL"},
+    )
+    message = refusal(config)
+    assert f"(compilation mode {mode})" in message
+    assert "shift parallelism" not in message  # SP alone: only the all-to-alls
+
+
+def test_breakable_graphs_are_refused(build_config: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False, compilation=GRAPHS
+    )
+    monkeypatch.setenv("VLLM_USE_BREAKABLE_CUDAGRAPH", "1")
+    message = refusal(config)
+    assert "breakable CUDA graphs" in message and "VLLM_USE_BREAKABLE_CUDAGRAPH=0" in message
+
+
+def test_micro_batching_is_refused(build_config: Build) -> None:
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False, compilation=GRAPHS
+    )
+    config.parallel_config.enable_dbo = True
+    assert "micro-batching with CUDA graphs (--enable-dbo" in refusal(config)
+
+
+def test_eager_ignores_the_compilation_settings(build_config: Build) -> None:
+    # --enforce-eager turns torch.compile and graphs off whatever else is asked.
+    config = build_config(arctic={"ulysses_sequence_parallel_size": 2})
+    config.compilation_config.mode = 3
+    assert check_config(config) is not None
 
 
 def test_shift_with_a_quantized_model_is_refused(build_config: Build) -> None:
@@ -87,11 +165,6 @@ def test_shift_with_a_quantized_model_is_refused(build_config: Build) -> None:
     assert "drop --enable-shift-parallel" in message
     config.model_config.quantization = None
     assert check_config(config) is not None  # the refusal came from the quantization alone
-
-
-def test_sp_without_enforce_eager_is_refused(build_config: Build) -> None:
-    config = build_config(arctic={"ulysses_sequence_parallel_size": 2}, enforce_eager=False)
-    assert "add --enforce-eager" in refusal(config)
 
 
 def test_shift_without_sp_is_refused(build_config: Build) -> None:

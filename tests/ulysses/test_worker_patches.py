@@ -81,7 +81,16 @@ def test_token_split_forward_equals_the_whole_forward(two_ranks: list[dict]) -> 
     with torch.no_grad():
         expected = model(torch.tensor([3, 1, 4, 1, 5, 9, 2]), torch.arange(7))
     for result in two_ranks:
-        torch.testing.assert_close(result["out"], expected)
+        for name in ("out", "folded_out", "outside"):
+            torch.testing.assert_close(result[name], expected)
+
+
+def test_the_model_runs_its_block_only_in_the_sp_layout(two_ranks: list[dict]) -> None:
+    # 7 tokens over SP 2: 4 per rank in an SP step (and outside steps, the SP layout
+    # the model was loaded in); all 7 in a FOLDED one. The hooks are registered once.
+    for result in two_ranks:
+        assert result["seen"] == [4, 7, 4]
+        assert result["installed_once"]
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,16 @@ Modules, each with one job:
 * :mod:`.heads` -- which heads each rank holds, and the divisibility rules;
 * :mod:`.validate` -- refusing unsupported configurations before GPU work;
 * :mod:`.all_to_all` -- the sequence <-> head exchange around attention;
-* :mod:`.shift` -- the per-step mode choice, the weight-shard bookkeeping of
-  both layouts and the CUDA-graph key registry;
+* :mod:`.shift` -- the per-step mode choice (from the padded batch, the
+  CUDA-graph key), the weight-shard bookkeeping of both layouts and the graph
+  sizes of the SP layout;
 * :mod:`.folded_layers` -- each vLLM TP layer's folded layout, as views of its
   TP shard;
 * :mod:`.folded_model` -- both layouts of a loaded model, switched per step;
-* :mod:`.patches` -- the vLLM patches that wire it in (only when SP > 1).
+* :mod:`.token_split`, :mod:`.model_split` -- the SP layout's token split, and
+  its place in the model's forward (so CUDA graphs capture it);
+* :mod:`.step_layout` -- installing the layout of each step and each graph
+  capture once vLLM has padded the batch;
+* :mod:`.engine_patches`, :mod:`.worker_patches` -- the vLLM patches that wire
+  it in (only when SP > 1).
 """

@@ -3,7 +3,7 @@
 :class:`FoldedModel` walks the model once after loading and prebuilds every
 tensor-parallel layer's folded layout (:mod:`.folded_layers`). A FOLDED step
 installs them on entry and puts the SP layout back on exit, so outside a
-FOLDED step (weight loading, dummy runs, SP steps) the model is exactly what
+FOLDED step or dummy run (weight loading, SP steps) the model is exactly what
 vLLM loaded. Before a switch to FOLDED, a layer whose weight was replaced
 since the views were cut (a weight reload that makes new tensors) gets its
 views rebuilt, so a step never computes with stale views; in-place updates

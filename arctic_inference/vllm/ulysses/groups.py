@@ -80,3 +80,32 @@ def sp_layout_tp() -> Iterator[None]:
         yield
     finally:
         parallel_state._TP = before
+
+
+@contextlib.contextmanager
+def capture(mode: StepMode) -> Iterator[None]:
+    """Around the capture of one CUDA graph in ``mode``.
+
+    vLLM's ``graph_capture`` readies the TP group that is current when capture
+    starts, the SP layout's: its custom all-reduce records the buffers a graph
+    reads and registers them with its peers when the context closes (without
+    that, a replay reads unset peer pointers). A FOLDED graph all-reduces over
+    the folded group instead, so that group is readied here, for one capture at
+    a time: every rank of it captures the same sizes in the same order, so the
+    registrations pair up. The SP group needs nothing: its all-to-all and its
+    gather are plain NCCL calls.
+    """
+    sp_groups = _groups
+    folded = None if sp_groups is None else sp_groups.folded
+    if (
+        folded is None
+        or mode is not StepMode.FOLDED
+        or getattr(folded.device_communicator, "ca_comm", None) is None
+    ):
+        yield
+        return
+    import torch
+    from vllm.distributed.parallel_state import GraphCaptureContext
+
+    with folded.graph_capture(GraphCaptureContext(torch.cuda.current_stream())):
+        yield

@@ -10,18 +10,18 @@
   plain column-parallel weights give a contiguous row slice, row-parallel
   weights a column slice (a strided view a GEMM reads in place), and only
   merged projections (QKV, gate/up) need their pieces joined.
-* :class:`GraphKeyRegistry` -- CUDA graphs keyed by ``(mode, padded tokens)``,
-  so a step never replays a graph captured for the other layout (different
-  communicators, weight views and per-rank token counts).
+* :func:`batch_mode` -- the layout of a step once vLLM padded it: a function of
+  the padded token count, which is also the CUDA-graph key, so capture and
+  replay of one graph agree on the layout; :func:`graph_capture_sizes` makes
+  the sizes captured in the SP layout split evenly over the SP ranks.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import enum
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from arctic_inference.vllm.ulysses.heads import HeadSplit
 from arctic_inference.vllm.ulysses.layout import ParallelLayout, RankCoords
@@ -111,72 +111,48 @@ def qkv_sizes(split: HeadSplit, head_size: int) -> tuple[int, int, int]:
     return split.num_heads * head_size, kv, kv
 
 
-# --- CUDA-graph keys for both modes -------------------------------------------
+# --- CUDA graphs of both layouts ----------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class GraphKey:
-    """One captured graph: equal only for the same mode and padded size."""
-
-    mode: StepMode
-    padded_tokens: int
+class PaddedBatch(Protocol):
+    """What the layout of a dispatched step depends on: vLLM's ``BatchDescriptor``."""
 
     @property
-    def name(self) -> str:
-        return f"{self.mode.value}:{self.padded_tokens}"
+    def num_tokens(self) -> int: ...
 
 
-class GraphKeyRegistry:
-    """Which CUDA graphs exist, per mode, and which one a step replays.
+def batch_mode(batch: PaddedBatch, settings: ShiftSettings) -> StepMode:
+    """The layout of a step as vLLM's dispatcher padded it.
 
-    Built once from vLLM's capture sizes. Without shift every size is an SP
-    graph. With shift, sizes below the threshold are FOLDED graphs and the rest
-    SP graphs; SP sizes are rounded up to a multiple of SP because each rank
-    runs ``padded / SP`` tokens. A step looks up only its own mode's keys and
-    gets the smallest that fits, or ``None`` (run eagerly).
+    The padded token count is the CUDA-graph key (``BatchDescriptor.num_tokens``),
+    so deciding from it, at capture and at run time alike, gives each key one
+    layout: a graph is always replayed in the layout it was captured in (its
+    communicators, weight views and per-rank token counts). A step that runs
+    eagerly is not padded, so this is then :func:`select_mode` of its tokens.
     """
+    return select_mode(batch.num_tokens, settings)
 
-    def __init__(self, capture_sizes: Iterable[int], sp: int, settings: ShiftSettings) -> None:
-        if sp < 1:
-            raise ValueError(f"SP size must be >= 1, got {sp}.")
-        self.sp = sp
-        self.settings = settings
-        self._sizes: dict[StepMode, list[int]] = {StepMode.SP: [], StepMode.FOLDED: []}
-        for size in capture_sizes:
-            if size < 1:
-                raise ValueError(f"CUDA-graph capture size {size} is not positive.")
-            mode = select_mode(size, settings)
-            self.register(mode, size)
 
-    def padded(self, mode: StepMode, num_tokens: int) -> int:
-        if mode is StepMode.SP:
-            return -(-num_tokens // self.sp) * self.sp
-        return num_tokens
+def graph_capture_sizes(
+    capture_sizes: Iterable[int], sp: int, settings: ShiftSettings, max_tokens: int
+) -> list[int]:
+    """vLLM's capture sizes with every SP-layout size made a multiple of ``sp``.
 
-    def register(self, mode: StepMode, num_tokens: int) -> GraphKey:
-        """Add a key (idempotent per padded size)."""
-        if mode is StepMode.FOLDED and not self.settings.enabled:
-            raise ValueError("FOLDED graphs exist only with shift parallelism enabled.")
-        size = self.padded(mode, num_tokens)
-        sizes = self._sizes[mode]
-        index = bisect.bisect_left(sizes, size)
-        if index == len(sizes) or sizes[index] != size:
-            sizes.insert(index, size)
-        return GraphKey(mode, size)
-
-    def keys(self) -> list[GraphKey]:
-        """Every key to capture, FOLDED first, each mode in ascending size."""
-        return [
-            GraphKey(mode, size)
-            for mode in (StepMode.FOLDED, StepMode.SP)
-            for size in self._sizes[mode]
-        ]
-
-    def lookup(self, num_scheduled_tokens: int) -> tuple[StepMode, GraphKey | None]:
-        """The step's mode and the graph it replays (``None``: larger than any capture)."""
-        mode = select_mode(num_scheduled_tokens, self.settings)
-        sizes = self._sizes[mode]
-        index = bisect.bisect_left(sizes, self.padded(mode, num_scheduled_tokens))
-        if index == len(sizes):
-            return mode, None
-        return mode, GraphKey(mode, sizes[index])
+    An SP step runs ``padded / sp`` tokens per rank; a size that does not divide
+    would pad twice (to the graph size, then to a multiple of SP inside the
+    graph). Such a size is rounded up, or down where up passes ``max_tokens``
+    (the scheduler's token budget); FOLDED sizes are kept as they are. The layout
+    of each resulting size is :func:`batch_mode` of it, as at run time.
+    """
+    if sp < 1:
+        raise ValueError(f"SP size must be >= 1, got {sp}.")
+    sizes: set[int] = set()
+    for size in capture_sizes:
+        if size < 1:
+            raise ValueError(f"CUDA-graph capture size {size} is not positive.")
+        if select_mode(size, settings) is StepMode.SP and size % sp:
+            up = -(-size // sp) * sp
+            size = up if up <= max_tokens else size - size % sp
+        if size >= 1:
+            sizes.add(size)
+    return sorted(sizes)

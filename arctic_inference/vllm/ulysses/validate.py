@@ -9,7 +9,11 @@ hang or a shape error inside a worker.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
+
+from vllm.config import CompilationMode
+from vllm.config.vllm import OptimizationLevel
 
 from arctic_inference.vllm.runner_choice import V2_RUNNER_ENV
 from arctic_inference.vllm.ulysses.heads import HeadSplit, HeadSplitError, check_head_split
@@ -18,6 +22,9 @@ from arctic_inference.vllm.ulysses.sp_args import ShiftSettings, shift_settings,
 
 SP_FLAG = "--ulysses-sequence-parallel-size"
 SHIFT_FLAG = "--enable-shift-parallel"
+
+# A compilation config that captures both layouts in CUDA graphs.
+GRAPH_CONFIG_EXAMPLE = '{"mode": "NONE", "cudagraph_mode": "FULL"}'
 
 # Executors whose worker start-up the patches cover.
 SUPPORTED_EXECUTORS = ("mp", "uni", None)
@@ -63,6 +70,56 @@ def _check_shift(vllm_config: Any) -> None:
         )
 
 
+def _compile_mode(vllm_config: Any) -> CompilationMode:
+    """The compilation mode vLLM will settle on: the requested one, else its
+    optimization level's default (vLLM decides it after first validating)."""
+    mode = vllm_config.compilation_config.mode
+    if os.environ.get("TORCH_COMPILE_DISABLE") == "1":
+        return CompilationMode.NONE
+    if mode is not None:
+        return CompilationMode(mode)
+    if vllm_config.optimization_level == OptimizationLevel.O0:
+        return CompilationMode.NONE
+    return CompilationMode.VLLM_COMPILE
+
+
+def _check_graphs(vllm_config: Any, sp: int, shift: ShiftSettings) -> None:
+    """Without --enforce-eager, what CUDA graphs of the SP (and FOLDED) layout can be.
+
+    The layouts are captured as full graphs of the eager model (compilation mode
+    NONE, cudagraph_mode FULL or FULL_DECODE_ONLY), one layout per padded size.
+    torch.compile would trace the all-to-alls and the per-step weight switch into
+    one compiled graph, and piecewise graphs need it, so both are refused.
+    """
+    what = "the all-to-alls" + (
+        " and the per-step weight layouts of shift parallelism" if shift.enabled else ""
+    )
+    fix = (
+        "run CUDA graphs without torch.compile: --compilation-config "
+        f"'{GRAPH_CONFIG_EXAMPLE}' (or cudagraph_mode FULL_DECODE_ONLY), or add "
+        "--enforce-eager."
+    )
+    mode = _compile_mode(vllm_config)
+    if mode != CompilationMode.NONE:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} does not run under torch.compile (compilation mode "
+            f"{mode.name}): {what} are captured in full CUDA graphs of the eager model "
+            f"only; {fix}"
+        )
+    if os.environ.get("VLLM_USE_BREAKABLE_CUDAGRAPH") == "1":
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} does not support vLLM's breakable CUDA graphs "
+            f"(VLLM_USE_BREAKABLE_CUDAGRAPH=1); set VLLM_USE_BREAKABLE_CUDAGRAPH=0 and {fix}"
+        )
+    if vllm_config.parallel_config.use_ubatching:
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} does not support micro-batching with CUDA graphs "
+            "(--enable-dbo or ubatch_size > 1): vLLM's micro-batch wrapper captures "
+            "and runs parts of a step, not the padded step whose layout each graph is "
+            "captured in; drop it."
+        )
+
+
 def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
     """The plan for this config, ``None`` when SP is off, or a clear refusal."""
     sp = sp_size(vllm_config)
@@ -104,12 +161,7 @@ def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
     if vllm_config.model_config is None:
         raise SequenceParallelConfigError(f"{SP_FLAG}={sp} needs a model config.")
     if not vllm_config.model_config.enforce_eager:
-        raise SequenceParallelConfigError(
-            f"{SP_FLAG}={sp} runs eagerly for now (the all-to-alls"
-            + (" and the per-step weight layouts of shift parallelism" if shift.enabled else "")
-            + " are not yet captured in vLLM's compiled graphs or CUDA graphs); add "
-            "--enforce-eager."
-        )
+        _check_graphs(vllm_config, sp, shift)
     if shift.enabled:
         _check_shift(vllm_config)
     num_heads, num_kv_heads = _model_heads(vllm_config.model_config)

@@ -8,15 +8,19 @@
 * ``Attention``: built with ``heads / SP`` query and KV heads (so the backend
   and the KV cache are sized for what the rank holds after the all-to-all);
   in an SP step its forward is wrapped in :class:`~.all_to_all.UlyssesExchange`.
-* ``GPUModelRunner.load_model``: with shift parallelism, prebuilds the folded
-  layout of the loaded model (:class:`~.folded_model.FoldedModel`), so a bad
-  model is refused at start-up, not at its first small step.
-* ``GPUModelRunner.execute_model``: picks the step's layout
-  (:func:`~.shift.select_mode`) and runs the step under it: vLLM's TP group
-  (:func:`.groups.step`) and, in a FOLDED step, the folded weight views.
-* ``GPUModelRunner._model_forward``: in an SP step each rank runs its block of
-  the tokens (:class:`~.token_split.TokenSplit`) and the hidden states are
-  gathered over the SP group before logits and sampling.
+* ``GPUModelRunner.load_model``: puts the SP layout's token split into the
+  loaded model's forward (:mod:`.model_split`), under vLLM's CUDA-graph
+  wrapper, and with shift parallelism prebuilds the folded layout
+  (:class:`~.folded_model.FoldedModel`), so a bad model is refused at
+  start-up, not at its first small step.
+* ``GPUModelRunner.execute_model`` and ``_dummy_run`` (warm-up, profiling and
+  CUDA-graph capture): each is one scope of :class:`~.step_layout.StepLayouts`,
+  a capturing one when the dummy run captures a graph.
+* ``GPUModelRunner._determine_batch_execution_and_padding``: where vLLM pads
+  the batch and picks its CUDA graph, for a step and a capture alike; the
+  layout of the padded batch (:func:`~.shift.batch_mode`) is installed there
+  for the rest of the scope: vLLM's TP group (:func:`.groups.step`) and, in a
+  FOLDED step, the folded weight views.
 
 Each patched method reads the config of the object it runs for and does what
 vLLM does when that config has SP = 1 (several engines may share a process).
@@ -24,11 +28,11 @@ vLLM does when that config has SP = 1 (several engines may share a process).
 
 from __future__ import annotations
 
-import contextlib
+import inspect
 from typing import Any
 
 import torch
-from vllm.config import get_current_vllm_config
+from vllm.config import CUDAGraphMode, get_current_vllm_config
 from vllm.distributed import parallel_state
 from vllm.model_executor.layers.attention.attention import Attention
 from vllm.v1.attention.backend import AttentionType
@@ -39,9 +43,10 @@ from arctic_inference.vllm.ulysses import groups
 from arctic_inference.vllm.ulysses.all_to_all import UlyssesExchange
 from arctic_inference.vllm.ulysses.folded_model import FoldedModel, position_of
 from arctic_inference.vllm.ulysses.layout import ParallelLayout
-from arctic_inference.vllm.ulysses.shift import StepMode, select_mode
+from arctic_inference.vllm.ulysses.model_split import install_token_split
+from arctic_inference.vllm.ulysses.shift import StepMode
 from arctic_inference.vllm.ulysses.sp_args import shift_settings, sp_size
-from arctic_inference.vllm.ulysses.token_split import TokenSplit
+from arctic_inference.vllm.ulysses.step_layout import StepLayouts
 
 
 def build_groups(layout: ParallelLayout, backend: str | None) -> groups.SequenceParallelGroups:
@@ -187,73 +192,96 @@ class AttentionSPPatch(ArcticPatch[Attention]):
 
 # rebasekit: ignore[RK401] the plugin forces the V1 runner (runner_choice.force_v1_model_runner)
 class ModelRunnerSPPatch(ArcticPatch[GPUModelRunner]):
-    """Run each step in its layout; in the SP layout each rank runs a block of tokens."""
+    """Run each step, and each capture, in the layout of its padded batch."""
 
     _orig_load_model = GPUModelRunner.load_model
     _orig_execute_model = GPUModelRunner.execute_model
-    _orig__model_forward = GPUModelRunner._model_forward
+    _orig__dummy_run = GPUModelRunner._dummy_run
+    _orig__determine_batch_execution_and_padding = (
+        GPUModelRunner._determine_batch_execution_and_padding
+    )
 
     def load_model(self, load_dummy_weights: bool = False) -> None:
         ModelRunnerSPPatch._orig_load_model(self, load_dummy_weights)
         sp_groups = groups.current()
-        if sp_groups is None or not shift_settings(self.vllm_config).enabled:
+        if sp_groups is None:
             return
-        if not isinstance(self.model, torch.nn.Module):
-            raise RuntimeError(
-                f"shift parallelism folds a plain model; this runner wraps it in "
-                f"{type(self.model).__name__} (it needs --enforce-eager)."
-            )
-        self._arctic_folded = FoldedModel(self.model, position_of(sp_groups))
+        model = self.get_model()  # under vLLM's CUDA-graph wrapper, if any
+        install_token_split(model)
+        settings = shift_settings(self.vllm_config)
+        folded = FoldedModel(model, position_of(sp_groups)) if settings.enabled else None
+        self._arctic_layouts = StepLayouts(settings, folded)
 
     def execute_model(self, scheduler_output: Any, intermediate_tensors: Any = None) -> Any:
-        if groups.current() is None:
+        layouts: StepLayouts | None = getattr(self, "_arctic_layouts", None)
+        if layouts is None:
             return ModelRunnerSPPatch._orig_execute_model(
                 self, scheduler_output, intermediate_tensors
             )
-        mode = select_mode(
-            scheduler_output.total_num_scheduled_tokens, shift_settings(self.vllm_config)
-        )
-        folded: FoldedModel | None = getattr(self, "_arctic_folded", None)
-        if mode is StepMode.FOLDED and (folded is None or folded.model is not self.model):
-            raise RuntimeError(
-                "a FOLDED step needs the folded layout of the model being run; "
-                "load_model builds it when shift parallelism is on."
-            )
-        weights = folded.step(mode) if folded is not None else contextlib.nullcontext()
-        with groups.step(mode), weights:
+        _check_folded_model(self, layouts)
+        with layouts.scope():
             return ModelRunnerSPPatch._orig_execute_model(
                 self, scheduler_output, intermediate_tensors
             )
 
-    def _model_forward(
+    def _dummy_run(self, num_tokens: int, *args: Any, **kwargs: Any) -> Any:
+        layouts: StepLayouts | None = getattr(self, "_arctic_layouts", None)
+        if layouts is None:
+            return ModelRunnerSPPatch._orig__dummy_run(self, num_tokens, *args, **kwargs)
+        _check_folded_model(self, layouts)
+        call = _DUMMY_RUN.bind(self, num_tokens, *args, **kwargs)
+        with layouts.scope(capturing=bool(call.arguments.get("is_graph_capturing", False))):
+            return ModelRunnerSPPatch._orig__dummy_run(self, num_tokens, *args, **kwargs)
+
+    def _determine_batch_execution_and_padding(
         self,
-        input_ids: torch.Tensor | None = None,
-        positions: torch.Tensor | None = None,
-        intermediate_tensors: Any = None,
-        inputs_embeds: torch.Tensor | None = None,
-        **model_kwargs: Any,
+        num_tokens: int,
+        num_reqs: int,
+        num_scheduled_tokens_np: Any,
+        max_num_scheduled_tokens: int,
+        use_cascade_attn: bool,
+        allow_microbatching: bool = True,
+        force_eager: bool = False,
+        force_uniform_decode: bool | None = None,
+        force_has_lora: bool | None = None,
+        force_num_active_loras: int | None = None,
+        num_encoder_reqs: int = 0,
     ) -> Any:
-        sp_groups = groups.current()
-        if sp_groups is None or sp_groups.mode is not StepMode.SP:
-            return ModelRunnerSPPatch._orig__model_forward(
-                self, input_ids, positions, intermediate_tensors, inputs_embeds, **model_kwargs
-            )
-        tokens = input_ids if input_ids is not None else inputs_embeds
-        split = TokenSplit(
-            num_tokens=tokens.shape[0],
-            sp=sp_groups.layout.sp,
-            rank=sp_groups.sp.rank_in_group,
-        )
-        hidden = ModelRunnerSPPatch._orig__model_forward(
+        result = ModelRunnerSPPatch._orig__determine_batch_execution_and_padding(
             self,
-            split.take(input_ids),
-            None if positions is None else split.take(positions, dim=positions.dim() - 1),
-            intermediate_tensors,
-            split.take(inputs_embeds),
-            **model_kwargs,
+            num_tokens,
+            num_reqs,
+            num_scheduled_tokens_np,
+            max_num_scheduled_tokens,
+            use_cascade_attn,
+            allow_microbatching,
+            force_eager,
+            force_uniform_decode,
+            force_has_lora,
+            force_num_active_loras,
+            num_encoder_reqs,
         )
-        if not isinstance(hidden, torch.Tensor):
-            raise NotImplementedError(
-                "sequence parallelism supports models that return one hidden-state tensor."
+        layouts: StepLayouts | None = getattr(self, "_arctic_layouts", None)
+        if layouts is None:
+            return result
+        cudagraph_mode, batch_descriptor = result[0], result[1]
+        if cudagraph_mode == CUDAGraphMode.PIECEWISE:
+            raise RuntimeError(
+                "sequence parallelism captures full CUDA graphs only; a piecewise graph "
+                "would split the model around the all-to-alls. Use cudagraph_mode "
+                "FULL or FULL_DECODE_ONLY with compilation mode NONE, or --enforce-eager."
             )
-        return split.trim(sp_groups.sp.all_gather(hidden, dim=0))
+        layouts.enter(batch_descriptor)
+        return result
+
+
+_DUMMY_RUN = inspect.signature(GPUModelRunner._dummy_run)
+
+
+def _check_folded_model(runner: Any, layouts: StepLayouts) -> None:
+    """A FOLDED step must switch the model being run (a reloaded model is a new one)."""
+    if layouts.folded is not None and layouts.folded.model is not runner.get_model():
+        raise RuntimeError(
+            "a FOLDED step needs the folded layout of the model being run; "
+            "load_model builds it when shift parallelism is on."
+        )
