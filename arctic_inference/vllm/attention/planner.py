@@ -150,6 +150,12 @@ class ForestPlanner:
                 "and no speculative decoding, decode context parallelism or sliding window); "
                 "grouped steps run piecewise."
             )
+        elif config.full_cuda_graphs:
+            logger.warning(
+                "forest: full_cuda_graphs is experimental: on the H200 its greedy outputs "
+                "diverged from FLASH_ATTN more than forest's piecewise path does (see the "
+                "README); do not serve with it yet."
+            )
         return planner
 
     def _reason(
