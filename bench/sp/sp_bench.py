@@ -8,7 +8,8 @@ median over repetitions with min and max, and ratios against TP=2:
 * ``ttft16k``: time to first token of one 16k-token prompt (seconds, lower is better);
 * ``decode64``: output tokens/s of 64 concurrent short requests (higher is better).
 
-Usage on a 2-GPU machine, with the plugin on:
+SP engines run full CUDA graphs without torch.compile (all SP can capture), TP=2 runs
+vLLM's default graphs; `--eager` runs all three eagerly. Usage on a 2-GPU machine:
     ARCTIC_INFERENCE_ENABLED=1 python bench/sp/sp_bench.py --model PATH --out DIR
 """
 
@@ -31,10 +32,11 @@ CONFIGS = {
 PHASES = ("ttft16k", "decode64")
 
 
-def start(name: str, model: str) -> subprocess.Popen:
+def start(name: str, model: str, eager: bool = False) -> subprocess.Popen:
     env = dict(os.environ, ARCTIC_INFERENCE_ENABLED="1", PYTHONUNBUFFERED="1")
     return subprocess.Popen(
-        [sys.executable, str(ENGINE), "--model", model, *CONFIGS[name]],
+        [sys.executable, str(ENGINE), "--model", model, *CONFIGS[name]]
+        + (["--eager"] if eager else []),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -59,6 +61,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--min-s", type=float, default=10.0)
+    parser.add_argument(
+        "--eager",
+        action="store_true",
+        help="every engine eager (default: SP engines with full CUDA graphs, TP=2 vLLM's default)",
+    )
     args = parser.parse_args()
     if args.reps < 5 or args.min_s < 10:
         parser.error("--reps must be >= 5 and --min-s >= 10 (the bench standard)")
@@ -66,7 +73,7 @@ def main() -> None:
 
     engines = {}
     for name in CONFIGS:  # started one after another: each measures its free memory
-        proc = start(name, args.model)
+        proc = start(name, args.model, args.eager)
         assert proc.stdout is not None
         first = proc.stdout.readline()
         engines[name] = proc
@@ -93,6 +100,7 @@ def main() -> None:
     report = {
         "reps": args.reps,
         "min_s": args.min_s,
+        "eager": args.eager,
         "refused": refused,
         "results": {n: {p: summarise(v) for p, v in values[n].items() if v} for n in names},
     }

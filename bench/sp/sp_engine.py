@@ -18,12 +18,27 @@ DECODE_REQUESTS = 64
 DECODE_TOKENS = 128
 
 
+# What SP and shift can capture: full CUDA graphs without torch.compile (the plugin
+# refuses compiled modes for SP; see arctic_inference/vllm/ulysses/validate.py).
+SP_GRAPHS = {"mode": "NONE", "cudagraph_mode": "FULL"}
+
+
+def graph_kwargs(sp: int, eager: bool) -> dict:
+    """Engine arguments for the graph setting: SP engines get the full graphs they can
+    capture, the TP baseline vLLM's own default (compiled, full and piecewise graphs), so
+    each configuration runs at its best; ``eager`` runs all of them eagerly."""
+    if eager:
+        return {"enforce_eager": True}
+    return {"compilation_config": dict(SP_GRAPHS)} if sp > 1 else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--tp", type=int, required=True)
     parser.add_argument("--sp", type=int, required=True)
     parser.add_argument("--shift", action="store_true")
+    parser.add_argument("--eager", action="store_true", help="no CUDA graphs for any engine")
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.28)
     args = parser.parse_args()
 
@@ -35,7 +50,7 @@ def main() -> None:
         llm = LLM(
             args.model,
             tensor_parallel_size=args.tp,
-            enforce_eager=True,
+            **graph_kwargs(args.sp, args.eager),
             enable_prefix_caching=False,
             max_model_len=TTFT_PROMPT_TOKENS + 64,
             gpu_memory_utilization=args.gpu_memory_utilization,

@@ -218,3 +218,26 @@ def test_kv_heads_fewer_than_ranks_are_replicated_not_refused(build_config: Buil
 def test_bad_sp_value_is_refused_with_the_valid_range(build_config: Build) -> None:
     with pytest.raises(ValueError, match=r"ulysses_sequence_parallel_size.*>= 1"):
         check_config(build_config(arctic={"ulysses_sequence_parallel_size": 0}))
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_the_sp_bench_asks_for_graphs_the_plugin_accepts(build_config: Build, shift: bool) -> None:
+    """``bench/sp`` must measure SP and shift with CUDA graphs, in a setting the plugin runs
+    (a bench config the validation refuses would answer "refused" instead of a number)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "sp"))
+    import sp_engine
+
+    kwargs = sp_engine.graph_kwargs(sp=2, eager=False)
+    assert "enforce_eager" not in kwargs
+    assert kwargs["compilation_config"]["cudagraph_mode"].startswith("FULL")
+    config = build_config(
+        arctic={"ulysses_sequence_parallel_size": 2, "enable_shift_parallel": shift},
+        enforce_eager=False,
+        compilation=kwargs["compilation_config"],
+    )
+    assert check_config(config) is not None
+    assert sp_engine.graph_kwargs(sp=1, eager=False) == {}  # TP baseline: vLLM's default
+    assert sp_engine.graph_kwargs(sp=2, eager=True) == {"enforce_eager": True}
