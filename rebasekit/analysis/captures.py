@@ -86,10 +86,13 @@ def captures(corpus: PluginCorpus, version: str | None) -> list[Capture]:
     """Every capture outside patch classes that runs at ``version`` (``try:`` bodies skipped)."""
     out: list[Capture] = []
     for relpath in corpus.parsed_relpaths():
+        names = import_map(corpus, relpath)
+        if not names:
+            continue  # a file that imports nothing from upstream captures nothing of it
         module = corpus.module(relpath)
         if module is None:
             continue
         patch_lines = {p.lineno for p in corpus.patches if p.relpath == relpath}
-        where = (relpath, import_map(corpus, relpath), patch_lines, version)
+        where = (relpath, names, patch_lines, version)
         _visit(module.body, None, where, out)
     return out

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-import textwrap
 from collections.abc import Iterator
 
 from rebasekit.analysis.binding import drop_bound
 from rebasekit.astutil import FuncNode, parse_text
+from rebasekit.dedent import dedent
 from rebasekit.index import CodeIndex, Symbol
 from rebasekit.index.models import Param
 
@@ -18,7 +18,7 @@ def def_node(sym: Symbol) -> DefNode | None:
     """The syntax tree of one function/class symbol (parsed from its own source lines)."""
     if sym.kind not in ("function", "class") or sym.lineno is None:
         return None
-    module = parse_text(textwrap.dedent(sym.source))
+    module = parse_text(dedent(sym.source))
     if module is None or not module.body:
         return None
     node = module.body[0]

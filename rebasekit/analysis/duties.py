@@ -12,9 +12,11 @@ import ast
 from dataclasses import dataclass
 
 from rebasekit.analysis.defnodes import def_node, mro_methods
+from rebasekit.analysis.overrides import symbol_definition
 from rebasekit.analysis.shapes import self_assignments
 from rebasekit.astutil import FuncNode, walk
 from rebasekit.index import CodeIndex, Symbol
+from rebasekit.index.cache import content_memo
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,34 @@ def _reads(func: FuncNode) -> dict[str, int]:
         ):
             out.setdefault(node.attr, node.lineno)
     return out
+
+
+def cached_new_duties(
+    index: CodeIndex, cls: Symbol, method: str, old_sym: Symbol, new_sym: Symbol
+) -> list[NewDuty]:
+    """:func:`new_duties` of ``old_sym``'s body (none unless it is a function), kept in
+    the index's cache under every text it reads: the two bodies and each class of the
+    MRO with its name and first line (the readers' lines count from it).
+
+    It walks every method of the target's MRO, whole upstream classes of thousands of
+    lines, parsed for it alone on a warm scan.
+    """
+    mro = index.mro(cls)
+    parts = (
+        method,
+        (old_sym.name, old_sym.source),
+        (new_sym.kind, new_sym.name, new_sym.lineno, new_sym.source),
+        tuple((k.kind, k.name, k.lineno, k.source) for k in mro),
+    )
+
+    def compute() -> list[NewDuty]:
+        old_def = symbol_definition(old_sym)
+        old_node = old_def.node if old_def is not None else None
+        if not isinstance(old_node, FuncNode):
+            return []
+        return new_duties(index, cls, method, old_node, new_sym)
+
+    return content_memo(index.cache.derived(), "new_duties", parts, compute, list[NewDuty])
 
 
 def new_duties(

@@ -18,6 +18,7 @@ from rebasekit.analysis.pluginclasses import expand, import_map
 from rebasekit.astutil import children, dotted, parse_text
 from rebasekit.corpus.models import PluginCorpus, corpus_memo
 from rebasekit.index import CodeIndex
+from rebasekit.index.cache import content_memo
 
 ENVS = "envs"
 _REGISTRY = "environment_variables"
@@ -80,16 +81,33 @@ def _names_in(body: list[ast.stmt], out: set[str]) -> None:
 
 
 def defined_names(index: CodeIndex, package: str = "vllm") -> set[str] | None:
-    """Every name ``<package>.envs`` provides at ``index``; None when it has no such module."""
+    """Every name ``<package>.envs`` provides at ``index``; None when it has no such module.
+
+    The names are a function of the module's text alone and are kept in the index's
+    cache under it: the module is large (90 kB in recent releases) and read for this only.
+    """
     facts = index.module(f"{package}.{ENVS}")
     if facts is None:
         return None
-    module = parse_text(index.text(facts.relpath))
+    text = index.text(facts.relpath)
+    names = content_memo(
+        index.cache.derived(),
+        "envs_defined_names",
+        (text,),
+        lambda: _defined_in(text),
+        list[str] | None,
+    )
+    return set(names) if names is not None else None
+
+
+def _defined_in(text: str) -> list[str] | None:
+    """The names :func:`_names_in` finds in ``text``, sorted; None if it does not parse."""
+    module = parse_text(text)
     if module is None:
         return None
     out: set[str] = set()
     _names_in(module.body, out)
-    return out
+    return sorted(out)
 
 
 def env_reads(corpus: PluginCorpus, package: str = "vllm") -> tuple[list[EnvRead], set[str]]:
@@ -114,10 +132,14 @@ def _env_reads(corpus: PluginCorpus, package: str) -> tuple[list[EnvRead], set[s
                 )
             )
     for relpath in corpus.parsed_relpaths():
-        module = corpus.module(relpath)
-        if module is None or ENVS not in corpus.source_text(relpath):
+        if ENVS not in corpus.source_text(relpath):
             continue  # a file that never spells "envs" reads none of them
         names = import_map(corpus, relpath)
+        if not names:
+            continue  # nor does one that imports nothing from upstream (its tree is not needed)
+        module = corpus.module(relpath)
+        if module is None:
+            continue
         for func, node, guarded in _walk_with_function(module):
             if isinstance(node, ast.Call) and dotted(node.func) in ("hasattr", "getattr"):
                 if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):

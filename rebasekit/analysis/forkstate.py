@@ -6,6 +6,8 @@ Shared by the RK403/RK404 checks, ``port`` and ``corpus lock``.
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,20 +69,43 @@ def _cached_detect(
     relpath: str,
     text: str,
     candidates: dict[str, str],
-    tree: ast.Module | None,
+    tree: Callable[[], ast.Module | None],
 ) -> ForkCandidate | None:
     """:func:`detect_fork`, kept in ``store`` under the plugin file and every candidate's text.
 
-    ``tree`` is ``text`` parsed, so it adds nothing to the key.
+    ``tree()`` is ``text`` parsed (made only on a miss), so it adds nothing to the key.
     """
     parts = (relpath, text, tuple(sorted(candidates.items())))
     return content_memo(
         store,
         "detect_fork",
         parts,
-        lambda: detect_fork(relpath, text, candidates, tree),
+        lambda: detect_fork(relpath, text, candidates, tree()),
         ForkCandidate | None,
     )
+
+
+def _top_level_names(
+    store: DataStore, text: str, tree: Callable[[], ast.Module | None]
+) -> list[str] | None:
+    """Names of the top-level definitions of ``text``, first of each name first (the keys
+    :func:`definitions` would give, without their texts); None when it does not parse.
+
+    Kept in ``store`` under the text (``tree()`` is the text parsed, made only on a miss):
+    with them a warm scan needs no syntax tree of a plugin file that no other analysis
+    reads.
+    """
+
+    def compute() -> list[str] | None:
+        module = tree()
+        if module is not None:
+            return list(dict.fromkeys(n.name for n in module.body if isinstance(n, DefNode)))
+        try:
+            return list(definitions(text, nested=False))
+        except SyntaxError:
+            return None
+
+    return content_memo(store, "top_level_names", (text,), compute, list[str] | None)
 
 
 def undeclared_forks(
@@ -94,14 +119,11 @@ def undeclared_forks(
         text = plugin_text(corpus, f.relpath)
         if text is None:
             continue
-        tree = corpus.module(f.relpath)
-        if tree is not None:  # the names alone: what ``definitions`` would key, without texts
-            names = list(dict.fromkeys(n.name for n in tree.body if isinstance(n, DefNode)))
-        else:
-            try:
-                names = list(definitions(text, nested=False))
-            except SyntaxError:
-                continue
+        store = base.cache.derived()
+        tree = functools.partial(corpus.module, f.relpath)
+        names = _top_level_names(store, text, tree)
+        if names is None:
+            continue
         counts: dict[str, int] = {}
         for name in names:
             if name.startswith("__"):
@@ -109,9 +131,7 @@ def undeclared_forks(
             for sym in base.find_definitions(name, kinds=("class", "function")):
                 counts[sym.relpath] = counts.get(sym.relpath, 0) + 1
         cands = {p: base.text(p) for p, n in counts.items() if n >= 2}
-        found = (
-            _cached_detect(base.cache.derived(), f.relpath, text, cands, tree) if cands else None
-        )
+        found = _cached_detect(store, f.relpath, text, cands, tree) if cands else None
         if found is not None:
             out.append(found)
     return out

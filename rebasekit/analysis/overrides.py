@@ -6,13 +6,21 @@ records the base fingerprints), so all three agree on what "the base body" is.
 
 from __future__ import annotations
 
-import textwrap
+import functools
 from dataclasses import dataclass
 
-from rebasekit.analysis.bodies import Definition, changed_lines, definitions, similarity, unified
+from rebasekit.analysis.bodies import (
+    Definition,
+    body_lines,
+    changed_lines,
+    definitions,
+    lines_similarity,
+    unified,
+)
 from rebasekit.corpus.models import PatchClass, PluginCorpus
+from rebasekit.dedent import dedent
 from rebasekit.index import CodeIndex, Symbol
-from rebasekit.index.cache import tree_memo
+from rebasekit.index.cache import DataStore, content_memo, tree_memo
 
 MIRROR_THRESHOLD = 0.5  # an override sharing at least half its lines with the base is a copy
 _FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
@@ -20,33 +28,54 @@ _FUNCTION_KINDS = ("method", "property", "staticmethod", "classmethod")
 
 @dataclass
 class OverrideDrift:
+    """An override whose upstream body changed; what the checks compare is kept as text.
+
+    ``old_def``/``new_def`` (syntax trees included) are parsed from the symbols' own lines
+    on first use: the similarity, the diff and the changed-line counts come from a cache
+    by content, so a warm scan parses only the originals a check walks.
+    """
+
     patch: PatchClass
     attr: str
     attr_line: int
     old_sym: Symbol
     new_sym: Symbol
-    old_def: Definition
-    new_def: Definition
     ours: Definition
     similarity: float
     diff: str
+    changed: tuple[int, int]  # (lines removed, lines added) from the old body to the new
 
     @property
     def mirrors(self) -> bool:
         return self.similarity >= MIRROR_THRESHOLD
 
-    @property
-    def changed(self) -> tuple[int, int]:
-        return changed_lines(self.old_def.source, self.new_def.source)
+    @functools.cached_property
+    def old_def(self) -> Definition:
+        return _definition_of(self.old_sym)
+
+    @functools.cached_property
+    def new_def(self) -> Definition:
+        return _definition_of(self.new_sym)
 
 
 def symbol_definition(sym: Symbol) -> Definition | None:
     """The :class:`Definition` of an index symbol (its own lines, dedented)."""
+    return _text_definition(sym.name, sym.source)
+
+
+def _text_definition(name: str, source: str) -> Definition | None:
     try:
-        defs = definitions(textwrap.dedent(sym.source), nested=False)
+        defs = definitions(dedent(source), nested=False)
     except SyntaxError:
         return None
-    return defs.get(sym.name)
+    return defs.get(name)
+
+
+def _definition_of(sym: Symbol) -> Definition:
+    defn = symbol_definition(sym)
+    if defn is None:  # the drift exists only because both parsed: the texts are the same
+        raise ValueError(f"{sym.qualname} has no definition in its own lines")
+    return defn
 
 
 def plugin_definitions(corpus: PluginCorpus, relpath: str) -> dict[str, Definition]:
@@ -131,27 +160,55 @@ def _override_drifts(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex) -> l
         )
         if old_sym is None or new_sym is None:
             continue
-        old_def, new_def = symbol_definition(old_sym), symbol_definition(new_sym)
-        if old_def is None or new_def is None:
-            continue
-        diff = unified(
-            old_def.source,
-            new_def.source,
-            f"{old_sym.relpath}@{base.tree.version}",
-            f"{new_sym.relpath}@{new.tree.version}",
+        compared = _cached_comparison(
+            new.cache.derived(),
+            tuple(body_lines(ours)),
+            (old_sym.name, old_sym.source, f"{old_sym.relpath}@{base.tree.version}"),
+            (new_sym.name, new_sym.source, f"{new_sym.relpath}@{new.tree.version}"),
         )
+        if compared is None:
+            continue
+        similar, diff, changed = compared
         out.append(
             OverrideDrift(
-                patch,
-                attr.name,
-                attr.lineno,
-                old_sym,
-                new_sym,
-                old_def,
-                new_def,
-                ours,
-                similarity(ours, old_def),
-                diff,
+                patch, attr.name, attr.lineno, old_sym, new_sym, ours, similar, diff, changed
             )
         )
     return out
+
+
+_Side = tuple[str, str, str]  # a symbol's name, its own lines and its diff label
+
+
+def _cached_comparison(
+    store: DataStore, ours: tuple[str, ...], old: _Side, new: _Side
+) -> tuple[float, str, tuple[int, int]] | None:
+    """:func:`_comparison`, kept in ``store`` under the texts it reads (see ``content_memo``).
+
+    Parsing the old and new originals for it was most of a warm scan's override drifts.
+    """
+    return content_memo(
+        store,
+        "override_comparison",
+        (ours, old, new),
+        lambda: _comparison(list(ours), old, new),
+        tuple[float, str, tuple[int, int]] | None,
+    )
+
+
+def _comparison(
+    ours: list[str], old: _Side, new: _Side
+) -> tuple[float, str, tuple[int, int]] | None:
+    """(similarity of the override to the old body, the old-to-new diff, changed-line counts).
+
+    None when either original has no definition of its name in its own lines (it does
+    not parse): then there is no drift to report.
+    """
+    old_def, new_def = _text_definition(old[0], old[1]), _text_definition(new[0], new[1])
+    if old_def is None or new_def is None:
+        return None
+    return (
+        lines_similarity(ours, body_lines(old_def)),
+        unified(old_def.source, new_def.source, old[2], new[2]),
+        changed_lines(old_def.source, new_def.source),
+    )

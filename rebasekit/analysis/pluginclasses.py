@@ -113,11 +113,14 @@ def _patch_own_names(module: ast.Module, node: ast.ClassDef, patch: PatchClass) 
 def _plugin_classes(corpus: PluginCorpus) -> list[PluginClass]:
     out: list[PluginClass] = []
     patch_at = {(p.relpath, p.lineno): p for p in corpus.patches}
+    patched = {p.relpath for p in corpus.patches}
     for relpath in corpus.parsed_relpaths():
+        names = import_map(corpus, relpath)
+        if not names and relpath not in patched:
+            continue  # no patch, and no import a class could subclass: its tree is not needed
         module = corpus.module(relpath)
         if module is None:
             continue
-        names = import_map(corpus, relpath)
         for node in corpus.nodes(relpath, ast.ClassDef):
             patch = patch_at.get((relpath, node.lineno))
             if patch is not None:
@@ -162,10 +165,12 @@ def replaced_names(corpus: PluginCorpus) -> set[str]:
 def _replaced_names(corpus: PluginCorpus) -> set[str]:
     out: set[str] = set()
     for relpath in corpus.parsed_relpaths():
+        names = import_map(corpus, relpath)
+        if not names:
+            continue  # every name it assigns would have to come from an upstream import
         module = corpus.module(relpath)
         if module is None:
             continue
-        names = import_map(corpus, relpath)
         nodes = [
             *corpus.nodes(relpath, ast.Assign),
             *corpus.nodes(relpath, ast.AnnAssign),

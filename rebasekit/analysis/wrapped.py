@@ -15,6 +15,7 @@ from rebasekit.analysis.attrs import Provision
 from rebasekit.analysis.defnodes import mro_methods
 from rebasekit.astutil import dotted, parse_text, walk
 from rebasekit.index import CodeIndex, Symbol
+from rebasekit.index.cache import content_memo
 
 
 def _wraps_itself(source: str, attr: str) -> str | None:
@@ -52,7 +53,28 @@ def new_wraps(old: Provision, new: Provision, attr: str) -> list[tuple[str, str,
 
 
 def unwrapper(index: CodeIndex, cls: Symbol, attr: str, wrapper: str) -> Symbol | None:
-    """A method of ``cls`` (or its in-tree bases) testing ``isinstance(self.<attr>, ...W...)``."""
+    """A method of ``cls`` (or its in-tree bases) testing ``isinstance(self.<attr>, ...W...)``.
+
+    Which method it is depends on the texts of the classes of the MRO alone, so it is
+    kept in the index's cache under them: finding it walks every method of classes of
+    thousands of lines, parsed for this alone on a warm scan.
+    """
+    mro = index.mro(cls)
+    parts = (attr, wrapper, tuple((k.kind, k.name, k.lineno, k.source) for k in mro))
+    found = content_memo(
+        index.cache.derived(),
+        "unwrapper",
+        parts,
+        lambda: _unwrapping_method(index, cls, mro, attr, wrapper),
+        tuple[int, str] | None,
+    )
+    return index.lookup_member(mro[found[0]], found[1]) if found is not None else None
+
+
+def _unwrapping_method(
+    index: CodeIndex, cls: Symbol, mro: list[Symbol], attr: str, wrapper: str
+) -> tuple[int, str] | None:
+    """(position in ``mro`` of the class, method name) of the first unwrapping method."""
     short = wrapper.rsplit(".", 1)[-1]
     for klass, func in mro_methods(index, cls):
         if not _returns_attr(func, attr):
@@ -67,7 +89,7 @@ def unwrapper(index: CodeIndex, cls: Symbol, attr: str, wrapper: str) -> Symbol 
             subject, kinds = call.args
             names = {(dotted(k) or "").rsplit(".", 1)[-1] for k in walk(kinds)}
             if dotted(subject) == f"self.{attr}" and short in names:
-                return index.lookup_member(klass, func.name)
+                return next(i for i, k in enumerate(mro) if k is klass), func.name
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rebasekit.analysis.attrs import patch_own_names
-from rebasekit.analysis.duties import new_duties
+from rebasekit.analysis.duties import cached_new_duties
 from rebasekit.analysis.overrides import override_drifts
 from rebasekit.analysis.wrapdeps import wrapper_use
 from rebasekit.astutil import FuncNode
@@ -21,8 +21,8 @@ def check_replaced_duties(ctx: ScanContext) -> Iterator[Finding]:
     if base is None:
         return
     for od in override_drifts(ctx.corpus, base, ctx.new):
-        ours, old = od.ours.node, od.old_def.node
-        if not (isinstance(ours, FuncNode) and isinstance(old, FuncNode)):
+        ours = od.ours.node
+        if not isinstance(ours, FuncNode):
             continue
         aliases = {a.alias for a in od.patch.orig_aliases if a.attr == od.attr}
         if wrapper_use(ours, aliases, od.attr).calls_original:
@@ -31,7 +31,7 @@ def check_replaced_duties(ctx: ScanContext) -> Iterator[Finding]:
         if cls is None or cls.kind != "class":
             continue
         own = patch_own_names(ctx.corpus, od.patch)
-        for duty in new_duties(ctx.new, cls, od.attr, old, od.new_sym):
+        for duty in cached_new_duties(ctx.new, cls, od.attr, od.old_sym, od.new_sym):
             if duty.attr in own:
                 continue
             record = ReplacedMethodDuty(

@@ -7,11 +7,12 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from rebasekit.codes import CODES
 from rebasekit.errors import InputError, RebasekitError
@@ -115,7 +116,16 @@ EXIT_CODES_HELP = (
 
 
 def err_console() -> Console:
+    from rich.console import Console  # rich loads only when something is printed through it
+
     return Console(stderr=True, highlight=False)
+
+
+def escape(text: str) -> str:
+    """``text`` with rich markup escaped (rich's own ``escape``, loaded on use)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 _DEBUG_OPTION = {"on": False}  # set by ``rebasekit --debug`` for the current invocation
@@ -187,6 +197,8 @@ def handle_errors(func: Callable) -> Callable:
 
 def warn_degradations(degradations) -> None:
     """One ``warning:`` line per degradation on stderr (for --json/--sarif runs)."""
+    if not degradations:
+        return
     console = err_console()
     for d in degradations:
         console.print(f"[bold yellow]warning:[/bold yellow] {escape(d.render())}", soft_wrap=True)
@@ -291,6 +303,8 @@ def emit(text: str, end: str = "\n") -> None:
 
 def out_console(**options) -> Console:
     """The stdout console for rich renderings (tables, colour); never highlights on its own."""
+    from rich.console import Console
+
     return Console(highlight=False, **options)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from rebasekit import report
 from rebasekit.commands._common import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -31,7 +32,6 @@ from rebasekit.commands._common import (
     warn_degradations,
 )
 from rebasekit.errors import InputError
-from rebasekit.report import render_table, to_json, to_sarif
 from rebasekit.scan import scan_plugin
 
 
@@ -80,11 +80,11 @@ def _run(
         pin_trees=dict(pin_tree_pairs(pin_tree, "--pin-tree")),
     )
     if json_out:
-        emit(to_json(result))
+        emit(report.to_json(result))
     elif sarif_out:
-        emit(to_sarif(result))
+        emit(report.to_sarif(result))
     else:
-        render_table(result, out_console())
+        report.render_table(result, out_console())
     if json_out or sarif_out:
         warn_degradations(result.degradations)
     if any(f.code == "RK001" for f in result.findings):

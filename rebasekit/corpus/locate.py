@@ -11,7 +11,6 @@ inside the plugin package (how an installed plugin, which has no pyproject, decl
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 from pathlib import Path
 
@@ -57,6 +56,8 @@ def default_plugin_dir() -> Path:
 
 def _shipped_plugin() -> Path | None:
     """The plugin that the distribution rebasekit is installed from registers, if any."""
+    import importlib.metadata  # read only when no project names the plugin
+
     for dist_name in _distributions_shipping(__name__.split(".")[0]):
         try:
             dist = importlib.metadata.distribution(dist_name)
@@ -76,6 +77,8 @@ def _distributions_shipping(package: str) -> list[str]:
     Python 3.10's ``packages_distributions`` reads only ``top_level.txt``, which modern
     wheels omit; the files a distribution lists (its RECORD) say the same on every version.
     """
+    import importlib.metadata
+
     names = importlib.metadata.packages_distributions().get(package, [])
     if names:
         return list(names)

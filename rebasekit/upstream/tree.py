@@ -9,7 +9,6 @@ same four operations, so the index never knows where the source came from.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import os
 import re
 from abc import ABC, abstractmethod
@@ -165,6 +164,8 @@ class FolderTree(UpstreamTree):
 
 def _metadata_version(root: Path, package: str) -> str | None:
     """The version in the ``*.dist-info`` metadata that a wheel unpacks beside its package."""
+    import importlib.metadata  # only a folder tree without a manifest reads its metadata
+
     wanted = canonicalize_name(package)
     for folder in sorted(root.glob("*.dist-info")):
         dist = importlib.metadata.PathDistribution(folder)

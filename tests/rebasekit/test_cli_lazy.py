@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import subprocess
 import sys
 
 import typer
+from deep_helpers import NEW, PLUGIN
 
 from rebasekit import cli
 
 
-def _loaded_after(code: str) -> set[str]:
+def _loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
     probe = (
         f"import sys\n{code}\n"
-        "print(' '.join(m for m in sys.modules if m.startswith('rebasekit') or m == 'libcst'))"
+        "print(' '.join(m for m in sys.modules if m.startswith('rebasekit') or m == 'libcst'"
+        " or m == 'rich'))"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
     return set(out.stdout.split())
 
 
@@ -56,3 +62,20 @@ def test_every_listed_command_resolves():
     assert names == list(cli.COMMANDS)
     assert [group.get_command(ctx, n).name for n in names] == names
     assert group.get_command(ctx, "no-such-command") is None
+
+
+def test_a_json_scan_without_warnings_loads_no_rich(tmp_path):
+    report = tmp_path / "report.json"
+    loaded = _loaded_after(
+        "from typer.testing import CliRunner\n"
+        "from rebasekit.cli import app\n"
+        f"args = ['scan', '--plugin', {str(PLUGIN)!r}, '--vllm', {str(NEW)!r}, '--json']\n"
+        "result = CliRunner().invoke(app, args)\n"
+        "assert result.exit_code == 1 and not isinstance(result.exception, Exception), result\n"
+        f"open({str(report)!r}, 'w').write(result.stdout)",
+        env={**os.environ, "REBASEKIT_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    data = json.loads(report.read_text())
+    assert data["findings"] and data["complete"] and not data["degradations"]
+    assert "rebasekit.report.json_report" in loaded
+    assert not {"rich", "rebasekit.report.table", "rebasekit.report.sarif"} & loaded

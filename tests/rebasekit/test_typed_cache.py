@@ -222,7 +222,7 @@ def test_cached_fork_detection_equals_the_detection_and_follows_every_text(tmp_p
     cands = {"vllm/a.py": OLD_TEXT, "vllm/b.py": "x = 1\n"}
     plain = detect_fork("plug/a.py", PLUGIN_COPY, cands)
     assert plain is not None and plain.upstream_path == "vllm/a.py"
-    first = forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, cands, None)
+    first = forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, cands, lambda: None)
     assert first == plain
     calls: list[str] = []
 
@@ -231,9 +231,9 @@ def test_cached_fork_detection_equals_the_detection_and_follows_every_text(tmp_p
         return detect_fork(relpath, text, candidates, tree)
 
     monkeypatch.setattr(forkstate, "detect_fork", counted)
-    assert forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, cands, None) == plain
+    assert forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, cands, lambda: None) == plain
     assert calls == []  # read back
     edited = {**cands, "vllm/a.py": OLD_TEXT.replace("return 3", "return 4")}
-    forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, edited, None)
-    forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY + "\n# more\n", cands, None)
+    forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY, edited, lambda: None)
+    forkstate._cached_detect(store, "plug/a.py", PLUGIN_COPY + "\n# more\n", cands, lambda: None)
     assert calls == ["plug/a.py", "plug/a.py"]  # an edited candidate or plugin file misses
