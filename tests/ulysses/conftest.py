@@ -56,6 +56,7 @@ def build_config(
         "ARCTIC_SHIFT_PARALLEL_THRESHOLD",
         "TORCH_COMPILE_DISABLE",
         "VLLM_USE_BREAKABLE_CUDAGRAPH",
+        "ARCTIC_FOREST_CASCADE_ATTN_CONFIGS",
     ):
         monkeypatch.delenv(name, raising=False)
 

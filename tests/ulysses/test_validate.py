@@ -241,3 +241,17 @@ def test_the_sp_bench_asks_for_graphs_the_plugin_accepts(build_config: Build, sh
     assert check_config(config) is not None
     assert sp_engine.graph_kwargs(sp=1, eager=False) == {}  # TP baseline: vLLM's default
     assert sp_engine.graph_kwargs(sp=2, eager=True) == {"enforce_eager": True}
+
+
+def test_forest_attention_with_sp_is_refused_naming_both_flags(build_config: Build) -> None:
+    # Both features replace the step's graph-mode decision; the later-applied patch would
+    # silently drop the other's (see tests/plugin/test_patch_overlaps.py).
+    message = refusal(
+        build_config(
+            arctic={"ulysses_sequence_parallel_size": 2, "forest_cascade_attn_configs": "{}"}
+        )
+    )
+    assert "--forest-cascade-attn-configs" in message
+    assert "--ulysses-sequence-parallel-size" in message
+    # Forest alone (SP 1) is not this check's business.
+    assert check_config(build_config(arctic={"forest_cascade_attn_configs": "{}"})) is None

@@ -15,6 +15,10 @@ from typing import Any
 from vllm.config import CompilationMode
 from vllm.config.vllm import OptimizationLevel
 
+from arctic_inference.vllm.attention.forest_config import (
+    FOREST_CASCADE_ATTN_CONFIGS,
+    forest_config_for,
+)
 from arctic_inference.vllm.runner_choice import V2_RUNNER_ENV
 from arctic_inference.vllm.ulysses.heads import HeadSplit, HeadSplitError, check_head_split
 from arctic_inference.vllm.ulysses.layout import ParallelLayout
@@ -160,6 +164,14 @@ def check_config(vllm_config: Any) -> SequenceParallelPlan | None:
         )
     if vllm_config.model_config is None:
         raise SequenceParallelConfigError(f"{SP_FLAG}={sp} needs a model config.")
+    if forest_config_for(vllm_config) is not None:
+        # Both replace GPUModelRunner._determine_batch_execution_and_padding (each step's
+        # CUDA-graph mode), and forest's grouping of the SP layout's heads is untested.
+        raise SequenceParallelConfigError(
+            f"{SP_FLAG}={sp} cannot run with Forest Cascade Attention yet (both choose each "
+            "step's CUDA-graph mode, and forest is not built for the SP head split); drop "
+            f"--{FOREST_CASCADE_ATTN_CONFIGS.name.replace('_', '-')} or set {SP_FLAG} 1."
+        )
     if not vllm_config.model_config.enforce_eager:
         _check_graphs(vllm_config, sp, shift)
     if shift.enabled:
