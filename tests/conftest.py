@@ -4,6 +4,7 @@ module leaves a vLLM class patched for the next one."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -27,6 +28,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (torch.cuda.is_available() is False)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def no_arctic_env_leaks() -> Iterator[None]:
+    """Put the ``ARCTIC_*`` environment back after each test.
+
+    The plugin mirrors its resolved values into ``ARCTIC_*`` variables so worker
+    processes inherit them (``args.mirror_to_env``); a test that loads the plugin with a
+    feature on would otherwise turn it on for every later test (and their child
+    processes) that reads the variable.
+    """
+    before = {k: v for k, v in os.environ.items() if k.startswith("ARCTIC_")}
+    yield
+    for key in [k for k in os.environ if k.startswith("ARCTIC_")]:
+        if key not in before:
+            del os.environ[key]
+    os.environ.update(before)
 
 
 @pytest.fixture(autouse=True, scope="module")
