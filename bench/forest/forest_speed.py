@@ -3,8 +3,9 @@
 One engine per configuration (``forest_engine.py`` in its own process), all three alive
 for the run, each with its share of GPU memory. Per workload: every engine runs one
 untimed warm-up round and one sizing round; the round count of a timed phase is then
-chosen so the fastest engine's phase lasts at least ``--phase-s`` (every engine runs the
-same count); then ``--reps`` repetitions with the configuration order rotated each time
+chosen so the fastest engine's phase lasts ``--phase-s``, and every phase runs at least
+that many rounds and on until it has lasted ``--phase-s`` (a rate per phase, so engines
+may run different counts of the same round); then ``--reps`` repetitions with the configuration order rotated each time
 (flash cascade forest, cascade forest flash, forest flash cascade, ...). A finished
 workload's runs land in ``--runs/<workload>.json``, so a session cut short
 (``--budget-s``) resumes with the workloads still missing. The report gives, per
@@ -80,7 +81,10 @@ def start_engines(args) -> list[EngineProcess]:
 
 
 def measure_workload(args, engines: list[EngineProcess], name: str, deadline: float) -> dict | None:
-    """Warm up, size the phase, then ``reps`` rotated rounds of every configuration.
+    """Warm up, size the phase, then ``reps`` rotated phases of every configuration.
+
+    A phase runs at least ``rounds`` rounds (sized so the fastest engine's phase lasts
+    ``--phase-s``) and goes on until it has lasted ``--phase-s``.
 
     None when the timed repetitions, estimated from the sizing round, would end after
     ``deadline`` (the workload is left for a later call)."""
@@ -96,7 +100,7 @@ def measure_workload(args, engines: list[EngineProcess], name: str, deadline: fl
     for rep in range(args.reps):
         shift = rep % len(engines)
         for engine in engines[shift:] + engines[:shift]:
-            result = engine.run(workload=name, rounds=rounds)
+            result = engine.run(workload=name, rounds=rounds, min_s=args.phase_s)
             runs.append({"rep": rep, "config": engine.name, **result})
             print(
                 f"{name} rep {rep} {engine.name}: {result['tokens_per_s']:.0f} tok/s "
@@ -218,7 +222,7 @@ def markdown(summary: dict) -> str:
         "`cascade` run with the plugin off (vLLM's own FlashAttention), `forest` with it on.",
         "",
         "| workload | flash | cascade | forest | cascade / flash | forest / flash "
-        "| rounds per phase, shortest phase | forest-planned steps (flash, cascade, forest) |",
+        "| rounds per phase (at least), shortest phase | forest-planned steps (flash, cascade, forest) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, entry in summary["workloads"].items():

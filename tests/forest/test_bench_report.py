@@ -118,3 +118,22 @@ def test_the_engine_core_process_reads_forest_counters_through_the_extension():
     counters = forest_stats_ext.ForestStatsExtension().forest_stats()
     assert counters == dict(STATS) and "planned" in counters
     assert counters is not STATS  # a copy: the RPC answer must not alias live counters
+
+
+def test_a_phase_runs_its_rounds_and_on_until_it_lasted_the_minimum():
+    import forest_engine
+
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def one_round(seconds: float) -> int:
+        now[0] += seconds
+        return 100
+
+    # Rounds of 3 s, asked for 2 rounds and 10 s: 4 rounds (12 s), not the 2 sized ones.
+    assert forest_engine.run_phase(lambda: one_round(3.0), 2, 10.0, clock) == (400, 4, 12.0)
+    now[0] = 0.0
+    # Already long enough after the asked rounds: exactly those.
+    assert forest_engine.run_phase(lambda: one_round(6.0), 2, 10.0, clock) == (200, 2, 12.0)
