@@ -15,12 +15,12 @@ chain longer than :data:`DEPTH`.
 from __future__ import annotations
 
 import ast
-import textwrap
 
 from rebasekit.analysis.mentions import Mention, module_mentions, plugin_mentions, tree_mentions
 from rebasekit.analysis.pluginclasses import expand, import_map
 from rebasekit.astutil import FuncNode, dotted, parse_text, walk
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.dedent import dedent
 from rebasekit.index import CodeIndex, Symbol
 
 DEPTH = 5  # caller steps followed at most
@@ -329,7 +329,7 @@ def _within(scope: str, qualname: str) -> bool:
 
 def _source_overrides(member: Symbol, method: str) -> bool:
     """An upstream override that never reaches the base's ``method`` (unreadable: it may)."""
-    module = parse_text(textwrap.dedent(member.source))
+    module = parse_text(dedent(member.source))
     func = module.body[0] if module is not None and module.body else None
     return isinstance(func, _FUNCS) and _never_calls_base(func, method)
 

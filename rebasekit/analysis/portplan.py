@@ -22,6 +22,7 @@ from rebasekit.analysis.forkstate import fork_states
 from rebasekit.analysis.merge import three_way
 from rebasekit.analysis.overrides import override_drifts
 from rebasekit.corpus.models import PluginCorpus
+from rebasekit.dedent import dedent
 from rebasekit.index import CodeIndex
 
 
@@ -100,7 +101,7 @@ def plan_port(corpus: PluginCorpus, base: CodeIndex, new: CodeIndex, forks: Fork
         start, end, col = loc
         lines = text.splitlines(keepends=True)
         ours_block = "".join(lines[start - 1 : end])
-        ours = textwrap.dedent(ours_block)
+        ours = dedent(ours_block)
         result = three_way(
             _ensure_nl(od.old_def.source), _ensure_nl(ours), _ensure_nl(od.new_def.source), labels
         )

@@ -14,6 +14,7 @@ import ast
 import re
 from collections.abc import Iterable
 
+from rebasekit.dedent import dedent
 from rebasekit.degradation import Degradation
 from rebasekit.index.cache import FactsCache, facts_key, tree_memo
 from rebasekit.index.models import DefFact, ImportFact, ModuleFacts
@@ -360,9 +361,7 @@ def name_table(index: CodeIndex) -> dict[str, list[str]]:
 
 
 def _dedent(text: str) -> str:
-    import textwrap
-
-    text = textwrap.dedent(text)
+    text = dedent(text)
     lines = text.splitlines()
     # decorators and the def line start the snippet; continuation lines are already inside
     return "\n".join(lines) + "\n"
