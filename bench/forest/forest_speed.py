@@ -5,8 +5,9 @@ for the run, each with its share of GPU memory. Per workload: every engine runs 
 untimed warm-up round and one sizing round; the round count of a timed phase is then
 chosen so the fastest engine's phase lasts ``--phase-s``, and every phase runs at least
 that many rounds and on until it has lasted ``--phase-s`` (a rate per phase, so engines
-may run different counts of the same round); then ``--reps`` repetitions with the configuration order rotated each time
-(flash cascade forest, cascade forest flash, forest flash cascade, ...). A finished
+may run different counts of the same round); then ``--reps`` repetitions with the
+configuration order rotated each time (flash cascade forest, cascade forest flash,
+forest flash cascade, ...). A finished
 workload's runs land in ``--runs/<workload>.json``, so a session cut short
 (``--budget-s``) resumes with the workloads still missing. The report gives, per
 workload and configuration, the median tokens/s with min and max, the ratio to

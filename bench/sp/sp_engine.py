@@ -18,18 +18,16 @@ DECODE_REQUESTS = 64
 DECODE_TOKENS = 128
 
 
-# What SP and shift can capture: full CUDA graphs without torch.compile (the plugin
-# refuses compiled modes for SP; see arctic_inference/vllm/ulysses/validate.py).
-SP_GRAPHS = {"mode": "NONE", "cudagraph_mode": "FULL"}
-
-
 def graph_kwargs(sp: int, eager: bool) -> dict:
     """Engine arguments for the graph setting: SP engines get the full graphs they can
     capture, the TP baseline vLLM's own default (compiled, full and piecewise graphs), so
     each configuration runs at its best; ``eager`` runs all of them eagerly."""
     if eager:
         return {"enforce_eager": True}
-    return {"compilation_config": dict(SP_GRAPHS)} if sp > 1 else {}
+    # What SP and shift can capture: full CUDA graphs without torch.compile.
+    from arctic_inference.vllm.ulysses.validate import SP_GRAPH_COMPILATION
+
+    return {"compilation_config": dict(SP_GRAPH_COMPILATION)} if sp > 1 else {}
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.vllm
 
+from arctic_inference.patching import _target_name  # noqa: E402
 from arctic_inference.vllm import patch_set  # noqa: E402
 
 # Overlap -> the features that share it, each pair refused together (test named there).
@@ -31,12 +32,7 @@ def _overlaps() -> dict[tuple[str, str], set[str]]:
     for feature in patch_set.ENGINE_FEATURES + patch_set.WORKER_FEATURES:
         for path in feature.patches:
             patch = pkgutil.resolve_name(path)
-            target = patch.target()
-            name = (
-                f"{target.__module__}.{target.__qualname__}"
-                if isinstance(target, type)
-                else target.__name__  # a module
-            )
+            name = _target_name(patch.target())  # the name a PatchRecord keeps
             for attribute in patch.patch_attributes():
                 owners[name, attribute].add(feature.name)
     return {key: names for key, names in owners.items() if len(names) > 1}

@@ -9,6 +9,7 @@ hang or a shape error inside a worker.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any
 
@@ -27,8 +28,10 @@ from arctic_inference.vllm.ulysses.sp_args import ShiftSettings, shift_settings,
 SP_FLAG = "--ulysses-sequence-parallel-size"
 SHIFT_FLAG = "--enable-shift-parallel"
 
-# A compilation config that captures both layouts in CUDA graphs.
-GRAPH_CONFIG_EXAMPLE = '{"mode": "NONE", "cudagraph_mode": "FULL"}'
+# The compilation config that captures both layouts in CUDA graphs: full graphs of the
+# eager model (benches and GPU tests ask for this one).
+SP_GRAPH_COMPILATION = {"mode": "NONE", "cudagraph_mode": "FULL"}
+GRAPH_CONFIG_EXAMPLE = json.dumps(SP_GRAPH_COMPILATION)
 
 # Executors whose worker start-up the patches cover.
 SUPPORTED_EXECUTORS = ("mp", "uni", None)
