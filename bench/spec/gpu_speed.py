@@ -63,8 +63,8 @@ def spec_configs(args) -> dict[str, dict | None]:
             "enable_suffix_decoding": True,
             "num_speculative_tokens": args.suffix_tokens,
         }
-    for name, cfg in configs.items():
-        if cfg is not None and name != "suffix" and args.disable_by_batch_size:
+    for cfg in configs.values():
+        if cfg is not None and args.disable_by_batch_size:
             cfg["disable_by_batch_size"] = args.disable_by_batch_size
     return configs
 

@@ -169,54 +169,262 @@ def test_arctic_speculation_is_lossless_fp32(cuda, tmp_path, mode, reference):
     assert not bad, f"divergences that are not near-ties (req, pos, ref, spec, gap): {bad}"
 
 
+FEATURES_WORKER = r"""
+import json, random, sys
+import torch
+from pathlib import Path
+from vllm import LLM, SamplingParams
+from vllm.inputs import TokensPrompt
+
+spec, model, out, dtype = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+
+def install_spy(worker):
+    # Runs in the worker's process (the engine core's, or this one in-process): record
+    # what the proposer reads per request -- the token it starts from, the row of the
+    # target's hidden states it takes, the sequence length then -- and what it drafts.
+    from arctic_inference.vllm.spec_dec.proposer import last_sampled_rows
+
+    drafter = worker.model_runner.drafter
+    drafter.spy_records = []
+    orig = drafter._propose
+
+    def spy(sampled, hidden, metadata, batch):
+        rows = last_sampled_rows(sampled, None if metadata is None else metadata.num_draft_tokens)
+        drafts = orig(sampled, hidden, metadata, batch)
+        for i, toks in enumerate(sampled):
+            if toks:
+                drafter.spy_records.append(dict(
+                    req=batch.req_ids[i], n=int(batch.num_tokens_no_spec[i]),
+                    token=int(toks[-1]), hidden=hidden[rows[i]].float().cpu().tolist(),
+                    draft=[int(t) for t in drafts[i]]))
+        return drafts
+
+    drafter._propose = spy
+    return True
+
+
+def records(worker):
+    return worker.model_runner.drafter.spy_records
+
+
+def first_heads(worker, tokens, states):
+    # The served speculator's first draft token from the given (token, state) pairs.
+    drafter = worker.model_runner.drafter
+    t = torch.tensor(tokens, device=drafter.device)
+    h = torch.tensor(states, device=drafter.device).to(drafter.model_dtype)
+    with torch.inference_mode():
+        return drafter.model.generate_proposals(t, h, 1)[:, 0].tolist()
+
+
+vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
+rng = random.Random(11)
+prompts = []
+for i in range(8):
+    doc = [rng.randrange(4, vocab) for _ in range(128)]
+    start = rng.randrange(0, 64)
+    prompts.append(doc + doc[start : start + 32])
+llm = LLM(model=model, dtype=dtype, enforce_eager=True, seed=0, gpu_memory_utilization=0.3,
+          max_model_len=1024, enable_prefix_caching=False, speculative_config=spec)
+assert llm.collective_rpc(install_spy) == [True]
+outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
+                    SamplingParams(temperature=0.0, max_tokens=96, ignore_eos=True), use_tqdm=False)
+seen = llm.collective_rpc(records)[0]
+seqs = {o.request_id: list(o.prompt_token_ids) + list(o.outputs[0].token_ids) for o in outs}
+
+from transformers import AutoModelForCausalLM
+hf = AutoModelForCausalLM.from_pretrained(model, torch_dtype=getattr(torch, dtype)).cuda().eval()
+states = {}
+with torch.no_grad():
+    for rid, seq in seqs.items():
+        states[rid] = hf(torch.tensor([seq], device="cuda"), output_hidden_states=True
+                         ).hidden_states[-1][0].float().cpu()
+
+
+def external(req_id):  # vLLM appends "-<8 random chars>" to each request's id internally
+    return req_id if req_id in seqs else req_id.rsplit("-", 1)[0]
+
+
+res = dict(records=0, token_mismatches=0, rel_err=[], hits_served=0, hits_hf=0, drafts=[])
+pairs, nexts = [], []
+for r in seen:
+    req = external(r["req"])
+    seq, n = seqs[req], r["n"]
+    if n >= len(seq) or n < 2:  # the last step has no next token to score
+        continue
+    res["records"] += 1
+    res["token_mismatches"] += int(seq[n - 1] != r["token"])
+    ref = states[req][n - 2]
+    res["rel_err"].append(float((torch.tensor(r["hidden"]) - ref).norm() / ref.norm()))
+    res["hits_served"] += int(bool(r["draft"]) and r["draft"][0] == seq[n])
+    res["drafts"].append(r["draft"][:1])
+    pairs.append((r["token"], ref.tolist()))
+    nexts.append(seq[n])
+from_hf = llm.collective_rpc(first_heads, args=([t for t, _ in pairs], [h for _, h in pairs]))[0]
+res["hits_hf"] = sum(int(a == b) for a, b in zip(from_hf, nexts))
+Path(out).write_text(json.dumps(res))
+"""
+
+
+@pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
+@pytest.mark.parametrize("layout", ["in-process", "engine-core-process"])
+def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_path, layout):
+    """What the served proposer reads must be what the speculator was trained on: the
+    target's final (normed) hidden state at position n-2 with the token sampled from it
+    at n-1 (n: the sequence length after the step), as Hugging Face computes it on the
+    finished sequence; in bf16, the serving dtype, and in both engine layouts (``vllm
+    serve`` runs the engine core in a process of its own). Also compares the first head's
+    hits on the served features with its hits on Hugging Face's features at the same
+    positions: a large gap is a feature mismatch, not a weak speculator."""
+    out = tmp_path / "features.json"
+    spec = _spec_config("arctic", tmp_path)
+    env = dict(os.environ, **ENV, VLLM_ALLOW_INSECURE_SERIALIZATION="1")
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if layout == "engine-core-process" else "0"
+    subprocess.run(
+        [sys.executable, "-c", FEATURES_WORKER, json.dumps(spec), MODEL, str(out), "bfloat16"],
+        check=True,
+        env=env,
+        timeout=480,
+    )
+    res = json.loads(out.read_text())
+    errs = sorted(res["rel_err"])
+    median = errs[len(errs) // 2]
+    distinct = len({tuple(d) for d in res["drafts"]})
+    print(
+        f"\n[features {layout}] records {res['records']}, token mismatches "
+        f"{res['token_mismatches']}, hidden relative error median {median:.4f} max "
+        f"{errs[-1]:.4f}; first-head hits served {res['hits_served']}/{res['records']}, "
+        f"from HF states {res['hits_hf']}/{res['records']}; distinct first drafts {distinct}"
+    )
+    assert res["records"] > 100
+    assert res["token_mismatches"] == 0
+    assert median < 0.05, "the proposer reads another state than the trained one"
+    assert res["hits_served"] >= 0.8 * res["hits_hf"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
-@pytest.mark.parametrize("mode", ["arctic", "suffix", "hybrid"])
-def test_vllm_serve_over_http(cuda, tmp_path, mode):
-    openai = pytest.importorskip("openai")
-    port = _free_port()
-    cmd = [
-        sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", MODEL,
-        "--port", str(port), "--gpu-memory-utilization", "0.3", "--max-model-len", "1024",
-        "--enforce-eager", "--speculative-config", json.dumps(_spec_config(mode, tmp_path)),
-    ]  # fmt: skip
-    log = (tmp_path / f"serve-{mode}.log").open("w")
-    env = dict(
-        os.environ, **{k: v for k, v in ENV.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
-    )
-    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+SERVE_MODES = ("arctic", "suffix", "hybrid")
+
+
+class _Server:
+    """One ``vllm serve`` process with the plugin on, its port and its log."""
+
+    def __init__(self, mode: str, tmp: Path) -> None:
+        self.mode, self.port = mode, _free_port()
+        cmd = [
+            sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", MODEL,
+            "--port", str(self.port), "--gpu-memory-utilization", "0.2",
+            "--max-model-len", "1024", "--enforce-eager",
+            "--speculative-config", json.dumps(_spec_config(mode, tmp)),
+        ]  # fmt: skip
+        self.log_path = tmp / f"serve-{mode}.log"
+        self._log = self.log_path.open("w")
+        env = dict(
+            os.environ, **{k: v for k, v in ENV.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
+        )
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def up(self) -> bool:
+        import urllib.request
+
+        assert self.proc.poll() is None, f"vllm serve ({self.mode}) exited: see {self.log_path}"
+        try:
+            with urllib.request.urlopen(f"{self.base}/v1/models", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def counters(self) -> dict[str, float]:
+        """vLLM's own draft and accepted token counters, read from ``/metrics``."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.base}/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        names = {
+            "drafted": "vllm:spec_decode_num_draft_tokens_total",
+            "accepted": "vllm:spec_decode_num_accepted_tokens_total",
+        }
+        return {
+            key: sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name))
+            for key, name in names.items()
+        }
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """The three servers start side by side (one start-up wait for all, not three)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    if not Path(MODEL).exists():
+        pytest.skip("copy-llama not present")
+    tmp = tmp_path_factory.mktemp("serve")
+    started = {m: _Server(m, tmp) for m in SERVE_MODES}
     try:
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none")
         deadline = time.time() + 300
-        while True:
-            try:
-                model = client.models.list().data[0].id
-                break
-            except openai.APIConnectionError:
-                assert server.poll() is None, f"vllm serve exited: see {log.name}"
-                assert time.time() < deadline, "vllm serve did not come up in 300 s"
+        waiting = set(SERVE_MODES)
+        while waiting:
+            waiting = {m for m in waiting if not started[m].up()}
+            assert time.time() < deadline, f"vllm serve did not come up in 300 s: {sorted(waiting)}"
+            if waiting:
                 time.sleep(2)
-        prompt = "a b c d e f g a b c d e f g a b c"
-        full = client.completions.create(model=model, prompt=prompt, max_tokens=32, temperature=0)
-        assert full.usage.completion_tokens == 32 or full.choices[0].finish_reason == "stop"
-        streamed = "".join(
-            chunk.choices[0].text
-            for chunk in client.completions.create(
-                model=model, prompt=prompt, max_tokens=32, temperature=0, stream=True
-            )
-        )
-        assert streamed == full.choices[0].text
-        several = client.completions.create(
-            model=model, prompt=prompt, max_tokens=16, temperature=0.8, n=3, seed=1
-        )
-        assert sorted(c.index for c in several.choices) == [0, 1, 2]
-        assert all(c.text for c in several.choices)
+        yield started
     finally:
-        server.terminate()
-        server.wait(timeout=60)
-        log.close()
+        for server in started.values():
+            server.stop()
+
+
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_vllm_serve_over_http(servers, mode):
+    """Non-streaming, streaming and ``n>1`` completions through the OpenAI client, then a
+    prompt of token ids like the speculators' training text (random tokens that re-quote
+    an earlier span). vLLM's counters must show drafted and accepted tokens, so a server
+    that silently serves without speculation fails. (A text prompt alone is no test of
+    acceptance for the trained speculator: the copy model's text prompt "a b c ..." is
+    outside what it was trained on, and on it the arctic server accepted nothing.)"""
+    import random
+
+    openai = pytest.importorskip("openai")
+    server = servers[mode]
+    client = openai.OpenAI(base_url=f"{server.base}/v1", api_key="none")
+    model = client.models.list().data[0].id
+    before = server.counters()
+    prompt = "a b c d e f g a b c d e f g a b c"
+    full = client.completions.create(model=model, prompt=prompt, max_tokens=32, temperature=0)
+    assert full.usage.completion_tokens == 32 or full.choices[0].finish_reason == "stop"
+    streamed = "".join(
+        chunk.choices[0].text
+        for chunk in client.completions.create(
+            model=model, prompt=prompt, max_tokens=32, temperature=0, stream=True
+        )
+    )
+    assert streamed == full.choices[0].text
+    several = client.completions.create(
+        model=model, prompt=prompt, max_tokens=16, temperature=0.8, n=3, seed=1
+    )
+    assert sorted(c.index for c in several.choices) == [0, 1, 2]
+    assert all(c.text for c in several.choices)
+    rng = random.Random(7)
+    doc = [rng.randrange(4, 348) for _ in range(128)]
+    doc += doc[20:52]
+    ids = client.completions.create(model=model, prompt=doc, max_tokens=64, temperature=0)
+    assert ids.usage.completion_tokens == 64 or ids.choices[0].finish_reason == "stop"
+    after = server.counters()
+    drafted, accepted = (after[k] - before[k] for k in ("drafted", "accepted"))
+    print(f"\n[{mode} serve] drafted {drafted:.0f}, accepted {accepted:.0f} draft tokens")
+    assert drafted > 0, f"{mode}: the server drafted nothing; speculation did not run"
+    assert accepted > 0, f"{mode}: the server accepted no draft token"

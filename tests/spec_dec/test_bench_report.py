@@ -38,7 +38,7 @@ def test_configs_offer_every_row_and_the_batch_cap():
     assert list(configs) == ["none", "arctic-mlp", "arctic-lstm", "suffix", "hybrid"]
     assert configs["hybrid"]["enable_suffix_decoding"] is True
     assert configs["arctic-mlp"]["disable_by_batch_size"] == 24
-    assert "disable_by_batch_size" not in configs["suffix"]
+    assert configs["suffix"]["disable_by_batch_size"] == 24 and configs["none"] is None
 
 
 def test_missing_arguments_exit_2(capsys):

@@ -150,6 +150,32 @@ def test_hybrid_runs_the_speculator_only_for_requests_that_take_its_draft(
     assert proposer.hybrid.last_source == {"r1": "suffix", "r2": "suffix", "fresh": "arctic"}
 
 
+def test_hybrid_over_the_batch_cap_drafts_nothing_and_skips_the_tree_lookups(
+    make_proposer, monkeypatch
+):
+    proposer = make_proposer(
+        enable_suffix_decoding=True, num_speculative_tokens=8, disable_by_batch_size=2
+    )
+    lookups: list[tuple[str, list[int]]] = []
+    real = proposer.hybrid.cache.speculate
+
+    def counted(req_id, *args, **kwargs):
+        draft = real(req_id, *args, **kwargs)
+        lookups.append((req_id, list(draft.token_ids)))
+        return draft
+
+    monkeypatch.setattr(proposer.hybrid.cache, "speculate", counted)
+    runner = _batch(monkeypatch, {"a": [1, 2, 3], "b": [40, 41]})
+    sampled = runner.step({"a": [5], "b": [42]})
+    assert proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch) == [[], []]
+    assert lookups == [] and proposer.hybrid.chosen["none"] == 2
+    runner.remove("b")
+    proposer.propose(runner.step({"a": [6]}), torch.randn(1, HIDDEN), None, runner.batch)
+    proposer.propose(runner.step({"a": [5]}), torch.randn(1, HIDDEN), None, runner.batch)
+    # "5" was followed by "6" only in the capped step: the tree learnt it there.
+    assert [req for req, _ in lookups] == ["a", "a"] and lookups[-1][1][:1] == [6]
+
+
 def test_hybrid_learns_the_speculators_acceptance(make_proposer, monkeypatch):
     from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
 
@@ -231,6 +257,55 @@ def test_runner_patch_leaves_other_methods_to_vllm(reverted_patches, monkeypatch
     # The text is 789789789: its suffix 789789 matched at the start continues with 789,
     # and the text ends there.
     assert out == [[7, 8, 9]]
+
+
+def test_suffix_steps_over_the_batch_cap_make_no_drafts_but_the_cache_follows(
+    arctic,
+    monkeypatch,
+    target_config,  # noqa: F811
+):
+    """A suffix step with as many requests as ``disable_by_batch_size`` drafts nothing,
+    yet the tree learns its tokens: a later step's draft continues a token sampled in the
+    capped step, exactly as vLLM's proposer drafts when it ran every step uncapped."""
+    from vllm.config import DeviceConfig, SpeculativeConfig, VllmConfig
+    from vllm.v1.core.sched.output import SchedulerOutput
+    from vllm.v1.spec_decode.suffix_decoding import SuffixDecodingProposer
+
+    from arctic_inference.vllm.spec_dec.runner import GPUModelRunnerArcticPatch
+
+    GPUModelRunnerArcticPatch.apply()
+
+    def runner_for(limit):
+        spec = SpeculativeConfig(
+            method="suffix", num_speculative_tokens=4, disable_by_batch_size=limit
+        )
+        cfg = VllmConfig(
+            model_config=target_config,
+            speculative_config=spec,
+            device_config=DeviceConfig(device="cpu"),
+        )
+        batch = _batch(monkeypatch, {"a": [1, 2, 3], "b": [40, 41]})
+        return batch, _bare_runner(SuffixDecodingProposer(cfg), spec, batch.batch)
+
+    sched = SchedulerOutput.make_empty()
+    sched.num_spec_tokens_to_schedule = 4
+
+    def steps(limit):
+        batch, runner = runner_for(limit)
+        propose = lambda s: runner.propose_draft_token_ids(  # noqa: E731
+            sched, s, None, None, None, None, None, None, None
+        )
+        first = propose(batch.step({"a": [5], "b": [42]}))  # two requests: at the cap
+        batch.remove("b")
+        propose(batch.step({"a": [6]}))
+        third = propose(batch.step({"a": [5]}))  # "5" was followed by "6" only in step one
+        return first, third, runner.drafter.suffix_cache
+
+    capped_first, capped_third, cache = steps(limit=2)
+    free_first, free_third, _ = steps(limit=None)
+    assert capped_first == [[], []]
+    assert capped_third == free_third and capped_third[0][:1] == [6]
+    assert cache.active_requests == {"a"}  # "b" left the batch and was stopped
 
 
 def test_graphs_follow_the_engines_cuda_graph_setting(make_proposer):

@@ -105,6 +105,10 @@ def test_tied_speculator_drafts_more_than_n_predict(arctic_config, target_config
             dict(method="ngram", num_speculative_tokens=2, enable_suffix_decoding=True),
             "set method='arctic'",
         ),
+        (
+            dict(method="ngram", num_speculative_tokens=2, disable_by_batch_size=8),
+            "disable_by_batch_size is honoured for method 'arctic' or 'suffix', not 'ngram'",
+        ),
         (dict(method="arcitc"), "Input should be"),
         (dict(method="arctic", enable_suffix_decodin=True), "Unexpected keyword argument"),
     ],
@@ -183,6 +187,11 @@ def test_serve_flag_reaches_the_config(arctic_config, target, target_config, mlp
 def test_other_methods_are_untouched(arctic_config, target_config):
     cfg = build(target_config, method="ngram", num_speculative_tokens=2)
     assert cfg.method == "ngram" and cfg.enable_suffix_decoding is False
+
+
+def test_suffix_decoding_takes_the_batch_cap(arctic_config, target_config):
+    cfg = build(target_config, method="suffix", num_speculative_tokens=4, disable_by_batch_size=8)
+    assert cfg.method == "suffix" and cfg.disable_by_batch_size == 8
 
 
 def test_config_patch_is_an_engine_feature_and_the_proposer_a_worker_feature():

@@ -23,6 +23,8 @@ import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
+from arctic_inference.vllm.spec_dec.suffix_follow import follow_request, stop_departed
+
 Source = Literal["suffix", "arctic", "none"]
 
 
@@ -78,22 +80,19 @@ class HybridDrafter:
             if sampled[i] and num_draft[i] > 0 and self.last_source.get(req_id) == "arctic":
                 self.arctic.observe(len(sampled[i]) - 1)
 
-    def _suffix_draft(self, input_batch: Any, i: int, sampled: list[int], max_tokens: int):
-        req_id = input_batch.req_ids[i]
-        if req_id not in self.cache.active_requests:
-            if req_id in self.cache.cached_requests:
-                self.cache.evict_cached_response(req_id)
-            index = input_batch.req_id_to_index[req_id]
-            n_prompt = input_batch.num_prompt_tokens[index]
-            self.cache.start_request(req_id, input_batch.token_ids_cpu[index, :n_prompt])
-        self.cache.add_active_response(req_id, sampled)
+    def _suffix_draft(
+        self, input_batch: Any, i: int, sampled: list[int], max_tokens: int, drafting: bool
+    ):
+        follow_request(self.cache, input_batch, i, sampled)
+        if not drafting:  # the tree still learns the tokens; nobody drafts this step
+            return None
         n = int(input_batch.num_tokens_no_spec[i])
         room = min(max_tokens, self.max_model_len - n - 1)
         if room < 1:
             return None
         pattern = input_batch.token_ids_cpu[i, max(0, n - self.max_tree_depth) : n]
         return self.cache.speculate(
-            req_id,
+            input_batch.req_ids[i],
             pattern,
             max_spec_tokens=room,
             max_spec_factor=self.max_spec_factor,
@@ -121,7 +120,11 @@ class HybridDrafter:
         suffix: list[tuple[list[int], float]] = []
         sources: list[Source] = []
         for i, sampled in enumerate(sampled_token_ids):
-            draft = self._suffix_draft(input_batch, i, sampled, max_tokens) if sampled else None
+            draft = (
+                self._suffix_draft(input_batch, i, sampled, max_tokens, drafting)
+                if sampled
+                else None
+            )
             tokens = list(draft.token_ids) if draft is not None else []
             score = float(draft.score) if draft is not None else 0.0
             suffix.append((tokens, score))
@@ -142,7 +145,6 @@ class HybridDrafter:
                 if source == "arctic"
                 else []
             )
-        for gone in self.cache.active_requests - set(input_batch.req_id_to_index):
-            self.cache.stop_request(gone)
+        for gone in stop_departed(self.cache, input_batch):
             self.last_source.pop(gone, None)
         return out

@@ -7,8 +7,10 @@ decoding up as for suffix decoding (the other CPU-token method: the drafter
 runs after bookkeeping on the sampled token lists, rejection sampler and
 buffers sized by ``num_speculative_tokens``) and then installs the
 :class:`~.proposer.ArcticProposer`; the patched ``propose_draft_token_ids``
-hands arctic steps to it. Other methods, and engines without the arctic
-method in the same process, run vLLM's code unchanged.
+hands arctic steps to it. A suffix-decoding step whose batch has reached
+``disable_by_batch_size`` makes no drafts (its cache still follows the batch,
+``suffix_follow.py``). Other methods, and engines without the arctic method in
+the same process, run vLLM's code unchanged.
 """
 
 from __future__ import annotations
@@ -57,6 +59,14 @@ class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
         common_attn_metadata,
         slot_mappings,
     ):
+        if _suffix_step_over_limit(self.speculative_config, sampled_token_ids):
+            from arctic_inference.vllm.spec_dec.suffix_follow import follow_without_drafts
+
+            self._draft_probs = None
+            self._draft_prob_req_ids = None
+            return follow_without_drafts(
+                self.drafter.suffix_cache, self.input_batch, sampled_token_ids
+            )
         if not uses_arctic(self.speculative_config):
             return GPUModelRunnerArcticPatch._orig_propose_draft_token_ids(
                 self,
@@ -75,3 +85,14 @@ class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
         return self.drafter.propose(
             sampled_token_ids, sample_hidden_states, spec_decode_metadata, self.input_batch
         )
+
+
+def _suffix_step_over_limit(spec, sampled_token_ids) -> bool:
+    """A suffix-decoding step whose batch reached ``disable_by_batch_size``: no drafts."""
+    limit = getattr(spec, "disable_by_batch_size", None)
+    return (
+        spec is not None
+        and spec.method == STAND_IN_METHOD
+        and limit is not None
+        and len(sampled_token_ids) >= limit
+    )

@@ -6,7 +6,7 @@ vLLM's ``SpeculativeConfig`` is a pydantic dataclass whose ``method`` is a
 * :func:`extend_speculative_config` (the feature's setup) adds ``"arctic"`` to
   the method literal and two fields, ``enable_suffix_decoding`` (the hybrid
   with suffix decoding) and ``disable_by_batch_size`` (no drafts once a step
-  has that many requests), then rebuilds the pydantic validator, so both
+  has that many requests; arctic and suffix only), then rebuilds the pydantic validator, so both
   ``LLM(speculative_config=...)`` and ``vllm serve --speculative-config``
   accept them and still refuse misspellings.
 * :class:`SpeculativeConfigArcticPatch` validates an arctic config. The
@@ -33,6 +33,9 @@ from arctic_inference.vllm.spec_dec.config import (
 )
 
 ARCTIC_METHOD = "arctic"
+# Methods whose drafter honours disable_by_batch_size: the arctic proposer, and
+# vLLM's suffix decoding through the runner patch (spec_dec/runner.py).
+BATCH_LIMITED_METHODS = (ARCTIC_METHOD, "suffix")
 # Fields this module adds to SpeculativeConfig: name -> (type, default).
 EXTRA_FIELDS: dict[str, tuple[object, object]] = {
     "enable_suffix_decoding": (bool, False),
@@ -111,6 +114,12 @@ class SpeculativeConfigArcticPatch(ArcticPatch[SpeculativeConfig]):
                 "integer (the batch size from which no drafts are made)."
             )
         if self.method != ARCTIC_METHOD:
+            if limit is not None and self.method not in BATCH_LIMITED_METHODS:
+                raise ValueError(
+                    f"speculative_config: disable_by_batch_size is honoured for method "
+                    f"{' or '.join(map(repr, BATCH_LIMITED_METHODS))}, not {self.method!r}; "
+                    "remove it or pick one of those methods."
+                )
             if hybrid:
                 raise ValueError(
                     "speculative_config: enable_suffix_decoding=true is the hybrid of the "
