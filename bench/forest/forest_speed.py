@@ -255,6 +255,21 @@ def markdown(summary: dict) -> str:
                 if gbs
                 else f"| {config} | - | - | - | - | - |"
             )
+        hosts = {c: p["host"] for c, p in summary["rollouts_profile"].items() if p.get("host")}
+        if hosts:
+            lines += [
+                "",
+                "Host time of one more rollouts round under cProfile (ms per decode step; the "
+                "profiler slows Python, read the shares), the five largest self times:",
+                "",
+            ]
+            for config, host in hosts.items():
+                top = ", ".join(
+                    f"`{r['function']}` {r['self_ms_per_step']:.2f}"
+                    for r in host["by_self_time"][:5]
+                )
+                wall = host["wall_ms_per_step_under_cprofile"]
+                lines.append(f"- {config}: {wall:.1f} ms a step under the profiler; {top}")
     return "\n".join(lines) + "\n"
 
 

@@ -137,3 +137,37 @@ def test_a_phase_runs_its_rounds_and_on_until_it_lasted_the_minimum():
     now[0] = 0.0
     # Already long enough after the asked rounds: exactly those.
     assert forest_engine.run_phase(lambda: one_round(6.0), 2, 10.0, clock) == (200, 2, 12.0)
+
+
+def test_the_host_profile_finds_the_function_that_fills_the_step():
+    """One round under cProfile, reported per decode step: a stand-in engine whose
+    generate spends its time in one named function must show that function first by
+    self time, with its calls divided by the decode steps."""
+    import time
+    from types import SimpleNamespace
+
+    import forest_engine
+    from vllm import SamplingParams  # noqa: F401 (imported, as in a running engine)
+
+    def busy_host_work():
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end:
+            pass
+
+    class Engine:
+        def generate(self, prompts, params, use_tqdm):
+            for _ in range(params.max_tokens):
+                busy_host_work()
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[0] * params.max_tokens)])]
+
+    workload = SimpleNamespace(n=1, new_tokens=20, prompts=[[1, 2, 3]])
+    host = forest_engine._host_profile(Engine(), workload, steps=20)
+    first = host["by_self_time"][0]
+    assert first["function"].endswith(":busy_host_work")
+    assert first["calls_per_step"] == 1.0 and first["total_ms_per_step"] >= 1.8
+    assert host["wall_ms_per_step_under_cprofile"] >= first["total_ms_per_step"]
+    summary = {
+        "workloads": {},
+        "rollouts_profile": {"forest": {"implied_gb_s": None, "host": host}},
+    }
+    assert "`test_bench_report.py:" in forest_speed.markdown(summary)

@@ -262,6 +262,18 @@ for r in seen:
     nexts.append(seq[n])
 from_hf = llm.collective_rpc(first_heads, args=([t for t, _ in pairs], [h for _, h in pairs]))[0]
 res["hits_hf"] = sum(int(a == b) for a, b in zip(from_hf, nexts))
+# The training module (float32, PyTorch maths) on the same Hugging Face states: does the
+# served speculator (its dtype, its kernels, vLLM's loader) compute what was trained?
+sys.path.insert(0, str(Path(sys.argv[5]) / "bench" / "spec"))
+from safetensors.torch import load_file
+from train_speculator import TrainableSpeculator
+ckpt = Path(spec["model"])
+trained = TrainableSpeculator(json.loads((ckpt / "config.json").read_text()),
+                              load_file(str(ckpt / "model.safetensors"))).cuda()
+with torch.no_grad():
+    logits = trained(torch.tensor([h for _, h in pairs], device="cuda"),
+                     torch.tensor([[t] for t, _ in pairs], device="cuda"))[0]
+res["trained_agree"] = sum(int(a == b) for a, b in zip(logits.argmax(-1).tolist(), from_hf))
 Path(out).write_text(json.dumps(res))
 """
 
@@ -275,13 +287,24 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
     finished sequence; in bf16, the serving dtype, and in both engine layouts (``vllm
     serve`` runs the engine core in a process of its own). Also compares the first head's
     hits on the served features with its hits on Hugging Face's features at the same
-    positions: a large gap is a feature mismatch, not a weak speculator."""
+    positions: a large gap is a feature mismatch, not a weak speculator. Last, the
+    training module (float32 PyTorch) must pick the first head's token the served
+    speculator picks on the same states (its dtype, fused kernels and vLLM's loader)."""
     out = tmp_path / "features.json"
     spec = _spec_config("arctic", tmp_path)
     env = dict(os.environ, **ENV, VLLM_ALLOW_INSECURE_SERIALIZATION="1")
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if layout == "engine-core-process" else "0"
     subprocess.run(
-        [sys.executable, "-c", FEATURES_WORKER, json.dumps(spec), MODEL, str(out), "bfloat16"],
+        [
+            sys.executable,
+            "-c",
+            FEATURES_WORKER,
+            json.dumps(spec),
+            MODEL,
+            str(out),
+            "bfloat16",
+            str(Path(__file__).resolve().parents[2]),
+        ],  # fmt: skip
         check=True,
         env=env,
         timeout=480,
@@ -294,12 +317,16 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
         f"\n[features {layout}] records {res['records']}, token mismatches "
         f"{res['token_mismatches']}, hidden relative error median {median:.4f} max "
         f"{errs[-1]:.4f}; first-head hits served {res['hits_served']}/{res['records']}, "
-        f"from HF states {res['hits_hf']}/{res['records']}; distinct first drafts {distinct}"
+        f"from HF states {res['hits_hf']}/{res['records']}; distinct first drafts {distinct}; "
+        f"served = training module on HF states {res['trained_agree']}/{res['records']}"
     )
     assert res["records"] > 100
     assert res["token_mismatches"] == 0
     assert median < 0.05, "the proposer reads another state than the trained one"
     assert res["hits_served"] >= 0.8 * res["hits_hf"]
+    assert res["trained_agree"] >= 0.9 * res["records"], (
+        "the served speculator is not the trained one"
+    )
 
 
 def _free_port() -> int:
