@@ -18,11 +18,11 @@ from __future__ import annotations
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from arctic_inference.patching import ArcticPatch
-from arctic_inference.vllm.spec_dec.spec_config import ARCTIC_METHOD, uses_arctic
+from arctic_inference.vllm.spec_dec.spec_config import ARCTIC_METHOD, SUFFIX_METHOD, uses_arctic
 
 # The method vLLM builds its speculative-decoding state for while an arctic
 # runner is constructed (see the module docstring).
-STAND_IN_METHOD = "suffix"
+STAND_IN_METHOD = SUFFIX_METHOD
 
 
 # rebasekit: ignore[RK401] the plugin forces the V1 runner (runner_choice.force_v1_model_runner)
@@ -89,10 +89,7 @@ class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
 
 def _suffix_step_over_limit(spec, sampled_token_ids) -> bool:
     """A suffix-decoding step whose batch reached ``disable_by_batch_size``: no drafts."""
+    if spec is None or spec.method != SUFFIX_METHOD:
+        return False
     limit = getattr(spec, "disable_by_batch_size", None)
-    return (
-        spec is not None
-        and spec.method == STAND_IN_METHOD
-        and limit is not None
-        and len(sampled_token_ids) >= limit
-    )
+    return limit is not None and len(sampled_token_ids) >= limit

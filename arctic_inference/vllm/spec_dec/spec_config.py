@@ -6,9 +6,9 @@ vLLM's ``SpeculativeConfig`` is a pydantic dataclass whose ``method`` is a
 * :func:`extend_speculative_config` (the feature's setup) adds ``"arctic"`` to
   the method literal and two fields, ``enable_suffix_decoding`` (the hybrid
   with suffix decoding) and ``disable_by_batch_size`` (no drafts once a step
-  has that many requests; arctic and suffix only), then rebuilds the pydantic validator, so both
-  ``LLM(speculative_config=...)`` and ``vllm serve --speculative-config``
-  accept them and still refuse misspellings.
+  has that many requests; arctic and suffix only), then rebuilds the pydantic
+  validator, so both ``LLM(speculative_config=...)`` and ``vllm serve
+  --speculative-config`` accept them and still refuse misspellings.
 * :class:`SpeculativeConfigArcticPatch` validates an arctic config. The
   checkpoints are ``mlp_speculator`` models, so vLLM's own post-init builds
   the draft model config when run as that method; the patch then checks the
@@ -33,9 +33,10 @@ from arctic_inference.vllm.spec_dec.config import (
 )
 
 ARCTIC_METHOD = "arctic"
+SUFFIX_METHOD = "suffix"  # vLLM's own suffix decoding
 # Methods whose drafter honours disable_by_batch_size: the arctic proposer, and
 # vLLM's suffix decoding through the runner patch (spec_dec/runner.py).
-BATCH_LIMITED_METHODS = (ARCTIC_METHOD, "suffix")
+BATCH_LIMITED_METHODS = (ARCTIC_METHOD, SUFFIX_METHOD)
 # Fields this module adds to SpeculativeConfig: name -> (type, default).
 EXTRA_FIELDS: dict[str, tuple[object, object]] = {
     "enable_suffix_decoding": (bool, False),
