@@ -224,8 +224,10 @@ for i in range(8):
     doc = [rng.randrange(4, vocab) for _ in range(128)]
     start = rng.randrange(0, 64)
     prompts.append(doc + doc[start : start + 32])
+prefix_caching = sys.argv[6] == "1"
 llm = LLM(model=model, dtype=dtype, enforce_eager=True, seed=0, gpu_memory_utilization=0.3,
-          max_model_len=1024, enable_prefix_caching=False, speculative_config=spec)
+          max_model_len=1024, enable_prefix_caching=prefix_caching, speculative_config=spec,
+          disable_log_stats=False)
 assert llm.collective_rpc(install_spy) == [True]
 outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
                     SamplingParams(temperature=0.0, max_tokens=96, ignore_eos=True), use_tqdm=False)
@@ -245,7 +247,11 @@ def external(req_id):  # vLLM appends "-<8 random chars>" to each request's id i
     return req_id if req_id in seqs else req_id.rsplit("-", 1)[0]
 
 
-res = dict(records=0, token_mismatches=0, rel_err=[], hits_served=0, hits_hf=0, drafts=[])
+metrics = {m.name: float(m.value) for m in llm.get_metrics()
+           if m.name.startswith("vllm:spec_decode_num_") and hasattr(m, "value")}
+res = dict(records=0, token_mismatches=0, rel_err=[], hits_served=0, hits_hf=0, drafts=[],
+           drafted=metrics.get("vllm:spec_decode_num_draft_tokens", -1.0),
+           accepted=metrics.get("vllm:spec_decode_num_accepted_tokens", -1.0))
 pairs, nexts = [], []
 for r in seen:
     req = external(r["req"])
@@ -279,7 +285,7 @@ Path(out).write_text(json.dumps(res))
 
 
 @pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
-@pytest.mark.parametrize("layout", ["in-process", "engine-core-process"])
+@pytest.mark.parametrize("layout", ["in-process", "engine-core-process", "as-served"])
 def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_path, layout):
     """What the served proposer reads must be what the speculator was trained on: the
     target's final (normed) hidden state at position n-2 with the token sampled from it
@@ -289,11 +295,12 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
     hits on the served features with its hits on Hugging Face's features at the same
     positions: a large gap is a feature mismatch, not a weak speculator. Last, the
     training module (float32 PyTorch) must pick the first head's token the served
-    speculator picks on the same states (its dtype, fused kernels and vLLM's loader)."""
+    speculator picks on the same states (its dtype, fused kernels and vLLM's loader).
+    ``as-served`` is the engine-core layout with ``vllm serve``'s prefix caching on."""
     out = tmp_path / "features.json"
     spec = _spec_config("arctic", tmp_path)
     env = dict(os.environ, **ENV, VLLM_ALLOW_INSECURE_SERIALIZATION="1")
-    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if layout == "engine-core-process" else "0"
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if layout == "in-process" else "1"
     subprocess.run(
         [
             sys.executable,
@@ -304,6 +311,7 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
             str(out),
             "bfloat16",
             str(Path(__file__).resolve().parents[2]),
+            "1" if layout == "as-served" else "0",
         ],  # fmt: skip
         check=True,
         env=env,
@@ -318,7 +326,8 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
         f"{res['token_mismatches']}, hidden relative error median {median:.4f} max "
         f"{errs[-1]:.4f}; first-head hits served {res['hits_served']}/{res['records']}, "
         f"from HF states {res['hits_hf']}/{res['records']}; distinct first drafts {distinct}; "
-        f"served = training module on HF states {res['trained_agree']}/{res['records']}"
+        f"served = training module on HF states {res['trained_agree']}/{res['records']}; "
+        f"engine counters: drafted {res['drafted']:.0f}, accepted {res['accepted']:.0f}"
     )
     assert res["records"] > 100
     assert res["token_mismatches"] == 0
@@ -335,7 +344,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-SERVE_MODES = ("arctic", "suffix", "hybrid")
+SERVE_MODES = ("arctic", "suffix", "hybrid", "arctic-no-prefix-caching", "arctic-fp32")
+# Server flags per mode beyond its speculative config: the arctic server once accepted
+# nothing while in-process engines (float32, prefix caching off) did; these two servers
+# each change one of those and keep the rest.
+SERVE_FLAGS = {
+    "arctic-no-prefix-caching": ["--no-enable-prefix-caching"],
+    "arctic-fp32": ["--dtype", "float32"],
+}
 
 
 class _Server:
@@ -345,9 +361,10 @@ class _Server:
         self.mode, self.port = mode, _free_port()
         cmd = [
             sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", MODEL,
-            "--port", str(self.port), "--gpu-memory-utilization", "0.2",
+            "--port", str(self.port), "--gpu-memory-utilization", "0.15",
             "--max-model-len", "1024", "--enforce-eager",
-            "--speculative-config", json.dumps(_spec_config(mode, tmp)),
+            "--speculative-config", json.dumps(_spec_config(mode.split("-")[0], tmp)),
+            *SERVE_FLAGS.get(mode, []),
         ]  # fmt: skip
         self.log_path = tmp / f"serve-{mode}.log"
         self._log = self.log_path.open("w")
@@ -389,6 +406,8 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self._log.close()
+        if os.environ.get("OUT"):  # the device's outbox: server logs come back with the results
+            Path(os.environ["OUT"], self.log_path.name).write_bytes(self.log_path.read_bytes())
 
 
 @pytest.fixture(scope="module")
