@@ -36,7 +36,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from engine_proc import EngineProcess  # noqa: E402
-from forest_engine import CONFIGS  # noqa: E402
+from forest_engine import CONFIGS, SEEDED_SAMPLING  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
@@ -124,12 +124,17 @@ def run_setting(args) -> dict[str, bool]:
     return {
         "forest_full_graphs": bool(args.forest_full_graphs),
         "engine_core_process": not args.in_process,
+        "seeded_sampling": SEEDED_SAMPLING,
     }
 
 
-# Records written before a setting existed were measured with the engine in-process
-# and forest's dynamic plans.
-SETTING_BEFORE_RECORDED = {"forest_full_graphs": False, "engine_core_process": False}
+# Records written before a setting existed were measured with the engine in-process,
+# forest's dynamic plans and seeded, detokenized sampling.
+SETTING_BEFORE_RECORDED = {
+    "forest_full_graphs": False,
+    "engine_core_process": False,
+    "seeded_sampling": True,
+}
 
 
 def mismatched_runs(records: dict[str, dict], setting: dict[str, bool]) -> list[str]:
@@ -317,8 +322,9 @@ def main() -> int:
     other = mismatched_runs(saved, run_setting(args))
     if other:
         print(
-            f"{args.runs} holds runs of {', '.join(other)} measured with another "
-            "--forest-full-graphs or --in-process setting; give another --runs folder",
+            f"{args.runs} holds runs of {', '.join(other)} measured with another setting "
+            "(--forest-full-graphs, --in-process, or the sampling of an older bench); "
+            "give another --runs folder",
             file=sys.stderr,
         )
         return 2

@@ -5,7 +5,7 @@
 #   bash bench/spec/device_bench.sh train [MODEL...]   # MLP + LSTM (default: copy-llama small-llama)
 #   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
 #   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOAD [ARGS]  # gpu_speed.py, one workload
-#     (one or batch32; one call each keeps a call under the 10-minute limit)
+#     (one or batch32; with --budget S a run that does not fit one call exits 75 and resumes)
 # Speculators live in /tmp/spec (kept while the machine is warm); logs and JSON go to $OUT.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
@@ -29,10 +29,15 @@ case "$what" in
   test)
     ARCTIC_SPEC_DIR="$SPEC" bash tests/gpu/device_run.sh pytest tests/gpu/test_spec_gpu.py "$@" ;;
   bench)
+    # The run's JSON lives in /tmp/spec-runs (kept while the machine is warm), so a call
+    # that its --budget stopped (exit 75) resumes there; each call copies it to $OUT.
     model="${1:-copy-llama}"; wl="${2:-one}"; short="${model%-llama}"; shift 2 || shift || true
+    runs=/tmp/spec-runs; mkdir -p "$runs"
     python3 bench/spec/gpu_speed.py --model "/opt/models/$model" --mlp "$SPEC/$short-mlp" \
-      --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$OUT/spec-$short-$wl.json" "$@" \
-      2>&1 | tee "$OUT/spec-$short-$wl.log"
-    exit "${PIPESTATUS[0]}" ;;
+      --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$runs/spec-$short-$wl.json" "$@" \
+      2>&1 | tee -a "$runs/spec-$short-$wl.log"
+    rc="${PIPESTATUS[0]}"
+    cp -r "$runs/spec-$short-$wl".* "$OUT/" 2>/dev/null
+    exit "$rc" ;;
   *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME WORKLOAD} ..." >&2; exit 2 ;;
 esac

@@ -17,6 +17,15 @@ drafts, drafted and accepted tokens (accepted tokens per step = 1 + accepted /
 drafts; draft acceptance = accepted / drafted); for the arctic engines the
 proposer's own time per call (``ArcticProposer.timing``).
 
+``none-sync`` is ``none`` with vLLM's asynchronous scheduling off. vLLM turns that
+scheduling off for every speculative method outside EAGLE/MTP/draft-model/n-gram
+on the GPU, so each speculating engine here runs without it; the row tells how much
+of a speculating engine's gap to ``none`` is that and not drafting.
+
+``--budget S`` ends the run (exit 75) before a repetition that would not fit in S
+seconds; run the same command again and it resumes from the repetitions already in
+``--out`` (the run's arguments must be the same).
+
 vLLM 0.26.0's built-in ``mlp_speculator`` cannot be the anchor row: its V1 model
 runner has no proposer for that method (``GPUModelRunner`` raises "Unknown
 speculative decoding method"), the ``MLPSpeculatorPreTrainedModel`` entry of the
@@ -49,8 +58,13 @@ COUNTERS = {
 }
 
 
+# Engine arguments beyond the speculative config, per configuration.
+ENGINE_ARGS = {"none-sync": {"async_scheduling": False}}
+RESUMABLE = 75  # the exit status of a run its budget stopped (see tests/gpu/session.sh)
+
+
 def spec_configs(args) -> dict[str, dict | None]:
-    configs: dict[str, dict | None] = {"none": None}
+    configs: dict[str, dict | None] = {"none": None, "none-sync": None}
     if args.mlp:
         configs["arctic-mlp"] = {"method": "arctic", "model": args.mlp}
     if args.lstm:
@@ -91,7 +105,7 @@ def _proposer_timing(worker) -> dict:
     return dict(getattr(drafter, "timing", {}) or {})
 
 
-def serve(model: str, spec: dict | None, gpu_util: float) -> None:
+def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> None:
     """Engine process: answer one JSON line per command read from stdin."""
     os.environ.setdefault("ARCTIC_INFERENCE_ENABLED", "1")  # the plugin serves "arctic"
     os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
@@ -105,7 +119,7 @@ def serve(model: str, spec: dict | None, gpu_util: float) -> None:
     )  # fmt: skip
     if spec:
         kw["speculative_config"] = spec
-    llm = LLM(**kw)
+    llm = LLM(**kw, **engine_args)
     vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
 
     def counters() -> dict:
@@ -178,7 +192,8 @@ def _measured(rows: list[dict], workloads: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--serve", nargs=3, metavar=("MODEL", "SPEC", "UTIL"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve", nargs=4, metavar=("MODEL", "SPEC", "UTIL", "ENGINE"),
+                    help=argparse.SUPPRESS)  # fmt: skip
     ap.add_argument("--model")
     ap.add_argument("--mlp", help="arctic MLP speculator checkpoint")
     ap.add_argument("--lstm", help="arctic LSTM speculator checkpoint")
@@ -191,10 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu-util", type=float, default=0.14)
     ap.add_argument("--workloads", default="one,batch32", help="comma list of: one, batch32")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--budget", type=float, default=0.0, help="seconds; 0: no limit")
     args = ap.parse_args(argv)
     if args.serve:
-        model, spec, util = args.serve
-        serve(model, json.loads(spec), float(util))
+        model, spec, util, engine = args.serve
+        serve(model, json.loads(spec), float(util), json.loads(engine))
         return 0
     if not args.model or not args.out:
         print("error: --model and --out are required", file=sys.stderr)
@@ -204,51 +220,101 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --workloads names none of {', '.join(WORKLOADS)}", file=sys.stderr)
         return 2
     configs = spec_configs(args)
-    logs = args.out.with_suffix(".logs")
-    logs.mkdir(parents=True, exist_ok=True)
-    engines = {
-        n: EngineProcess(
-            n,
-            [__file__, "--serve", args.model, json.dumps(c), str(args.gpu_util)],
-            logs / f"{n}.log",
-        )
-        for n, c in configs.items()
-    }
-    names = list(engines)
-    rows: list[dict] = []
+    names = list(configs)
+    run_args = {k: str(v) for k, v in vars(args).items() if k != "budget"}
+    try:
+        rows = earlier_rows(args.out, run_args, names)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     def write_report() -> dict:
         """Written after every repetition, so a call cut short keeps what it measured."""
         done = [r for r in rows if _complete(rows, r, names)]
-        report = {"args": {k: str(v) for k, v in vars(args).items()}, "configs": configs,
+        report = {"args": run_args, "configs": configs, "engine_args": ENGINE_ARGS,
                   "rows": rows, "summary": summarise(done, names, _measured(done, workloads))}  # fmt: skip
         tmp = args.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(report, indent=2))
         tmp.replace(args.out)
         return report
 
-    try:
-        for wl, batch in workloads.items():
-            cmd = dict(batch=batch, prompt_len=args.prompt_len, max_tokens=args.max_tokens, seed=0)
-            for e in engines.values():  # warm-up, untimed
-                e.run(min_seconds=0, **cmd)
-            for rep in range(args.reps):
-                order = names[rep % len(names) :] + names[: rep % len(names)]
-                for name in order:
-                    r = engines[name].run(min_seconds=args.min_phase, **dict(cmd, seed=rep + 1))
-                    rows.append({"workload": wl, "config": name, "rep": rep, **r})
-                    print(
-                        f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s",
-                        flush=True,
-                    )
-                write_report()
-    finally:
-        for e in engines.values():
-            e.close()
+    todo = missing_repetitions(workloads, args.reps, rows)
+    if todo:
+        finished = measure(args, configs, workloads, todo, rows, write_report)
+        if not finished:
+            print(f"budget of {args.budget:.0f} s reached; run the same command again to go on")
+            return RESUMABLE
     report = write_report()
     for key, s in report["summary"].items():
         print(key, json.dumps(s))
     return 0
+
+
+def missing_repetitions(workloads: dict, reps: int, rows: list[dict]) -> list[tuple[str, int]]:
+    """(workload, repetition) pairs still to measure, in run order."""
+    have = {(r["workload"], r["rep"]) for r in rows}
+    return [(wl, rep) for wl in workloads for rep in range(reps) if (wl, rep) not in have]
+
+
+def earlier_rows(out: Path, run_args: dict, names: list[str]) -> list[dict]:
+    """The complete repetitions of an earlier call of the same run (none without ``out``)."""
+    if not out.exists():
+        return []
+    report = json.loads(out.read_text())
+    if report.get("args") != run_args:
+        raise ValueError(f"{out} holds a run with other arguments; remove it or pass another --out")
+    rows = report["rows"]
+    return [r for r in rows if _complete(rows, r, names)]
+
+
+def measure(args, configs, workloads, todo, rows, write_report) -> bool:
+    """Run the missing repetitions, interleaved; False if the budget stopped it early."""
+    start = time.perf_counter()
+    names = list(configs)
+    logs = args.out.with_suffix(".logs")
+    logs.mkdir(parents=True, exist_ok=True)
+    engines = {
+        n: EngineProcess(
+            n,
+            [
+                __file__,
+                "--serve",
+                args.model,
+                json.dumps(c),
+                str(args.gpu_util),
+                json.dumps(ENGINE_ARGS.get(n, {})),
+            ],
+            logs / f"{n}.log",
+        )  # fmt: skip
+        for n, c in configs.items()
+    }
+    warmed: set[str] = set()
+    rep_seconds = 0.0
+    try:
+        for wl, rep in todo:
+            if args.budget and time.perf_counter() - start + rep_seconds > args.budget:
+                return False
+            t0 = time.perf_counter()
+            cmd = dict(batch=workloads[wl], prompt_len=args.prompt_len,
+                       max_tokens=args.max_tokens, seed=0)  # fmt: skip
+            if wl not in warmed:
+                for e in engines.values():  # warm-up, untimed
+                    e.run(min_seconds=0, **cmd)
+                warmed.add(wl)
+            order = names[rep % len(names) :] + names[: rep % len(names)]
+            for name in order:
+                r = engines[name].run(min_seconds=args.min_phase, **dict(cmd, seed=rep + 1))
+                rows.append({"workload": wl, "config": name, "rep": rep, **r})
+                print(
+                    f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s",
+                    flush=True,
+                )
+            write_report()
+            rep_seconds = max(rep_seconds, time.perf_counter() - t0)
+    finally:
+        for e in engines.values():
+            e.close()
+    return True
 
 
 if __name__ == "__main__":

@@ -80,18 +80,32 @@ def test_the_forest_engine_passes_the_full_graphs_key_only_when_asked():
 
 
 def test_a_resumed_report_never_mixes_forest_settings():
-    full_mp = {"forest_full_graphs": True, "engine_core_process": True}
+    unseeded = {"seeded_sampling": False}
+    full_mp = {"forest_full_graphs": True, "engine_core_process": True, **unseeded}
     records = {
-        "rollouts": {"forest_full_graphs": True, "engine_core_process": True},
-        "noshare": {},  # written before either setting was recorded: in-process, dynamic
-        "sysprompt": {"forest_full_graphs": True},
+        "rollouts": {"forest_full_graphs": True, "engine_core_process": True, **unseeded},
+        "noshare": {},  # written before any setting was recorded: in-process, dynamic, seeded
+        "sysprompt": {"forest_full_graphs": True, **unseeded},
     }
     assert forest_speed.mismatched_runs(records, full_mp) == ["noshare", "sysprompt"]
-    in_process_full = {"forest_full_graphs": True, "engine_core_process": False}
+    in_process_full = {"forest_full_graphs": True, "engine_core_process": False, **unseeded}
     assert forest_speed.mismatched_runs(records, in_process_full) == ["noshare", "rollouts"]
-    old_default = {"forest_full_graphs": False, "engine_core_process": False}
-    assert forest_speed.mismatched_runs(records, old_default) == ["rollouts", "sysprompt"]
+    old_default = {"forest_full_graphs": False, "engine_core_process": False, **unseeded}
+    assert forest_speed.mismatched_runs(records, old_default) == [
+        "noshare",
+        "rollouts",
+        "sysprompt",
+    ]
+    old_bench = {"forest_full_graphs": False, "engine_core_process": False, "seeded_sampling": True}
+    assert forest_speed.mismatched_runs(records, old_bench) == ["rollouts", "sysprompt"]
     assert forest_speed.mismatched_runs({}, full_mp) == []
+
+
+def test_the_runs_a_bench_saves_record_how_it_sampled():
+    class Args:
+        forest_full_graphs, in_process = True, False
+
+    assert forest_speed.run_setting(Args)["seeded_sampling"] is False
 
 
 def test_engines_keep_vllms_own_process_layout_unless_asked():

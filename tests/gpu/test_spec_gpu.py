@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from spec_prompts import copy_prompts
 
 pytestmark = pytest.mark.gpu
 
@@ -170,7 +171,7 @@ def test_arctic_speculation_is_lossless_fp32(cuda, tmp_path, mode, reference):
 
 
 FEATURES_WORKER = r"""
-import json, random, sys
+import json, sys
 import torch
 from pathlib import Path
 from vllm import LLM, SamplingParams
@@ -218,12 +219,9 @@ def first_heads(worker, tokens, states):
 
 
 vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
-rng = random.Random(11)
-prompts = []
-for i in range(8):
-    doc = [rng.randrange(4, vocab) for _ in range(128)]
-    start = rng.randrange(0, 64)
-    prompts.append(doc + doc[start : start + 32])
+sys.path.insert(0, str(Path(sys.argv[5]) / "tests" / "gpu"))
+from spec_prompts import copy_prompts
+prompts = copy_prompts(vocab)
 prefix_caching = sys.argv[6] == "1"
 llm = LLM(model=model, dtype=dtype, enforce_eager=True, seed=0, gpu_memory_utilization=0.3,
           max_model_len=1024, enable_prefix_caching=prefix_caching, speculative_config=spec,
@@ -412,21 +410,22 @@ class _Server:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    """The three servers start side by side (one start-up wait for all, not three)."""
+    """The servers, started one after another: vLLM sizes its KV cache from the GPU memory
+    it sees free while profiling, so a server that profiles while another one allocates
+    finds none left (seen: "No available memory for the cache blocks" with five at once)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     if not Path(MODEL).exists():
         pytest.skip("copy-llama not present")
     tmp = tmp_path_factory.mktemp("serve")
-    started = {m: _Server(m, tmp) for m in SERVE_MODES}
+    started: dict[str, _Server] = {}
     try:
-        deadline = time.time() + 300
-        waiting = set(SERVE_MODES)
-        while waiting:
-            waiting = {m for m in waiting if not started[m].up()}
-            assert time.time() < deadline, f"vllm serve did not come up in 300 s: {sorted(waiting)}"
-            if waiting:
+        for mode in SERVE_MODES:
+            started[mode] = server = _Server(mode, tmp)
+            deadline = time.time() + 240
+            while not server.up():
+                assert time.time() < deadline, f"vllm serve ({mode}) did not come up in 240 s"
                 time.sleep(2)
         yield started
     finally:
@@ -436,14 +435,13 @@ def servers(tmp_path_factory):
 
 @pytest.mark.parametrize("mode", SERVE_MODES)
 def test_vllm_serve_over_http(servers, mode):
-    """Non-streaming, streaming and ``n>1`` completions through the OpenAI client, then a
-    prompt of token ids like the speculators' training text (random tokens that re-quote
-    an earlier span). vLLM's counters must show drafted and accepted tokens, so a server
-    that silently serves without speculation fails. (A text prompt alone is no test of
-    acceptance for the trained speculator: the copy model's text prompt "a b c ..." is
-    outside what it was trained on, and on it the arctic server accepted nothing.)"""
-    import random
-
+    """Non-streaming, streaming and ``n>1`` completions through the OpenAI client, then the
+    features test's eight copy prompts as token ids in one request (the speculators'
+    training text: random tokens that re-quote an earlier span). vLLM's counters must
+    show drafted and accepted tokens on them, so a server that silently serves without
+    speculation fails, and an arctic server must accept at least 5 % of its drafts. (A
+    text prompt is no test of acceptance for the trained speculator: the copy model's
+    "a b c ..." is outside what it was trained on.)"""
     openai = pytest.importorskip("openai")
     server = servers[mode]
     client = openai.OpenAI(base_url=f"{server.base}/v1", api_key="none")
@@ -464,13 +462,27 @@ def test_vllm_serve_over_http(servers, mode):
     )
     assert sorted(c.index for c in several.choices) == [0, 1, 2]
     assert all(c.text for c in several.choices)
-    rng = random.Random(7)
-    doc = [rng.randrange(4, 348) for _ in range(128)]
-    doc += doc[20:52]
-    ids = client.completions.create(model=model, prompt=doc, max_tokens=64, temperature=0)
-    assert ids.usage.completion_tokens == 64 or ids.choices[0].finish_reason == "stop"
+    text = server.counters()
+    vocab = int(json.loads((Path(MODEL) / "config.json").read_text())["vocab_size"])
+    ids = client.completions.create(
+        model=model,
+        prompt=copy_prompts(vocab),
+        max_tokens=96,
+        temperature=0,
+        extra_body={"ignore_eos": True},  # as the features test generates them
+    )
+    assert len(ids.choices) == 8 and ids.usage.completion_tokens == 8 * 96
     after = server.counters()
-    drafted, accepted = (after[k] - before[k] for k in ("drafted", "accepted"))
-    print(f"\n[{mode} serve] drafted {drafted:.0f}, accepted {accepted:.0f} draft tokens")
+    drafted, accepted = (after[k] - text[k] for k in ("drafted", "accepted"))
+    print(
+        f"\n[{mode} serve] text prompts: drafted {text['drafted'] - before['drafted']:.0f}, "
+        f"accepted {text['accepted'] - before['accepted']:.0f}; copy prompts: drafted "
+        f"{drafted:.0f}, accepted {accepted:.0f} draft tokens"
+    )
     assert drafted > 0, f"{mode}: the server drafted nothing; speculation did not run"
     assert accepted > 0, f"{mode}: the server accepted no draft token"
+    if mode.startswith("arctic"):
+        # The features test's engines accepted 234 of 1,599 drafted tokens (15 %) on these
+        # prompts with the trained MLP; a served speculator fed the wrong state or weights
+        # gets chance, 1 in 344 tokens.
+        assert accepted >= 0.05 * drafted, f"{mode}: {accepted:.0f} of {drafted:.0f} accepted"

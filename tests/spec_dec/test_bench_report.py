@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -35,7 +36,9 @@ def test_configs_offer_every_row_and_the_batch_cap():
         mlp, lstm, suffix_tokens, disable_by_batch_size = "/m", "/l", 16, 24
 
     configs = gpu_speed.spec_configs(Args)
-    assert list(configs) == ["none", "arctic-mlp", "arctic-lstm", "suffix", "hybrid"]
+    assert list(configs) == ["none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "hybrid"]
+    assert configs["none-sync"] is None
+    assert gpu_speed.ENGINE_ARGS["none-sync"] == {"async_scheduling": False}
     assert configs["hybrid"]["enable_suffix_decoding"] is True
     assert configs["arctic-mlp"]["disable_by_batch_size"] == 24
     assert configs["suffix"]["disable_by_batch_size"] == 24 and configs["none"] is None
@@ -75,3 +78,30 @@ def test_a_repetition_cut_short_is_left_out_of_the_summary():
     summary = gpu_speed.summarise(done, names, gpu_speed._measured(done, gpu_speed.WORKLOADS))
     assert set(summary) == {"one/none", "one/arctic-mlp"}
     assert summary["one/arctic-mlp"]["speedup_median"] == 2.0
+
+
+def test_a_resumed_run_measures_only_the_repetitions_it_lacks(tmp_path):
+    names = ["none", "arctic-mlp"]
+    run_args = {"model": "m", "reps": "3"}
+    rows = [
+        _row("one", "none", 0, 100), _row("one", "arctic-mlp", 0, 200),
+        _row("one", "none", 1, 100),  # rep 1 was cut before arctic-mlp ran
+    ]  # fmt: skip
+    out = tmp_path / "o.json"
+    out.write_text(json.dumps({"args": run_args, "rows": rows}))
+    kept = gpu_speed.earlier_rows(out, run_args, names)
+    assert [(r["config"], r["rep"]) for r in kept] == [("none", 0), ("arctic-mlp", 0)]
+    todo = gpu_speed.missing_repetitions({"one": 1, "batch32": 32}, 3, kept)
+    assert todo == [("one", 1), ("one", 2), ("batch32", 0), ("batch32", 1), ("batch32", 2)]
+
+
+def test_resuming_a_run_with_other_arguments_exits_2(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    out.write_text(json.dumps({"args": {"model": "other"}, "rows": []}))
+    assert gpu_speed.main(["--model", "m", "--out", str(out), "--workloads", "one"]) == 2
+    assert "holds a run with other arguments" in capsys.readouterr().err
+    assert not (tmp_path / "o.logs").exists()
+
+
+def test_no_earlier_run_means_every_repetition(tmp_path):
+    assert gpu_speed.earlier_rows(tmp_path / "none.json", {}, ["none"]) == []
