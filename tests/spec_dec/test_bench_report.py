@@ -105,3 +105,66 @@ def test_resuming_a_run_with_other_arguments_exits_2(tmp_path, capsys):
 
 def test_no_earlier_run_means_every_repetition(tmp_path):
     assert gpu_speed.earlier_rows(tmp_path / "none.json", {}, ["none"]) == []
+
+
+class _Clock:
+    """A clock each timed phase moves on by its ``min_seconds`` (startup costs 5 s)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _fake_engines(clock: _Clock, started: list[str], argvs: list[list[str]]):
+    class FakeEngine:
+        def __init__(self, name, argv, log):
+            started.append(name)
+            argvs.append(argv)
+            clock.now += 5.0
+
+        def run(self, min_seconds, **cmd):
+            clock.now += min_seconds
+            tps = 100.0 * (1 + (self.name != "none"))
+            return dict(seconds=min_seconds, rounds=1, tokens=tps * min_seconds, tok_per_s=tps,
+                        propose_ms=None, drafts=0.0, drafted=0.0, accepted=0.0)  # fmt: skip
+
+        def close(self):
+            pass
+
+    def make(name, argv, log):
+        engine = FakeEngine(name, argv, log)
+        engine.name = name
+        return engine
+
+    return make
+
+
+def test_a_budget_stops_before_a_repetition_and_the_same_command_resumes(
+    tmp_path, monkeypatch, capsys
+):
+    clock, started, argvs = _Clock(), [], []
+    monkeypatch.setattr(gpu_speed, "EngineProcess", _fake_engines(clock, started, argvs))
+    monkeypatch.setattr(gpu_speed.time, "perf_counter", clock)
+    out = tmp_path / "run.json"
+    argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--reps", "5",
+            "--min-phase", "10", "--budget", "130"]  # fmt: skip
+    # Two configs (none, none-sync) plus suffix: 30 s a repetition after 15 s of startup.
+    assert gpu_speed.main(argv) == gpu_speed.RESUMABLE
+    first = json.loads(out.read_text())
+    reps_first = sorted({r["rep"] for r in first["rows"]})
+    assert reps_first == [0, 1, 2]  # 15 + 3 x 30 = 105; a fourth would end at 135 > 130
+    assert "budget of 130 s reached" in capsys.readouterr().out
+    clock.now = 0.0
+    assert gpu_speed.main(argv) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted((r["rep"], r["config"]) for r in rows) == sorted(
+        (rep, c) for rep in range(5) for c in ("none", "none-sync", "suffix")
+    )
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["one/suffix"]["speedup_median"] == 2.0
+    # The none-sync engine is built with async scheduling off, the others with vLLM's choice.
+    by_name = dict(zip(started, argvs))
+    assert json.loads(by_name["none-sync"][-1]) == {"async_scheduling": False}
+    assert json.loads(by_name["none"][-1]) == {} and json.loads(by_name["suffix"][-1]) == {}
