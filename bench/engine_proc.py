@@ -14,17 +14,43 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+
+def core_sets(engines: int, per_engine: int, available: Sequence[int]) -> list[set[int]]:
+    """Disjoint CPU sets, ``per_engine`` cores each, leaving at least one for the parent.
+
+    Side-by-side engines on shared host cores run at speeds that depend on which cores
+    the OS gave each (an engine-to-engine gap with no attention difference behind it);
+    pinning each engine, and the processes it starts, to cores of its own removes that.
+    """
+    cores = sorted(available)
+    if engines * per_engine >= len(cores):
+        raise ValueError(
+            f"{engines} engines x {per_engine} cores do not fit in the {len(cores)} cores "
+            "this process may use (one is kept for the parent); pin fewer cores per engine"
+        )
+    return [set(cores[i * per_engine : (i + 1) * per_engine]) for i in range(engines)]
 
 
 class EngineProcess:
     """The parent's handle on one serving child."""
 
-    def __init__(self, name: str, argv: list[str], log: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        log: Path,
+        env: dict[str, str] | None = None,
+        cpus: Collection[int] | None = None,
+    ):
         self.name = name
         self.log = log
+        self.cpus = set(cpus) if cpus else None
         self._log_file = open(log, "w")  # noqa: SIM115 (lives as long as the child)
+        pin = self.cpus
         self.proc = subprocess.Popen(
             [sys.executable, *argv],
             stdin=subprocess.PIPE,
@@ -32,6 +58,9 @@ class EngineProcess:
             stderr=self._log_file,
             text=True,
             env=env if env is not None else dict(os.environ),
+            # In the child before it runs anything: every thread and process it starts
+            # inherits the set.
+            preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin else None,
         )
         self.info = self._read()
 

@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from engine_proc import EngineProcess  # noqa: E402
+from engine_proc import EngineProcess, core_sets  # noqa: E402
 from forest_engine import CONFIGS, SEEDED_SAMPLING  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 
@@ -67,7 +67,12 @@ def _env(config: str, in_process: bool = False) -> dict[str, str]:
 def start_engines(args) -> list[EngineProcess]:
     """One after another: vLLM sizes its KV cache from the memory free while it profiles."""
     engines = []
-    for config in CONFIGS:
+    cpus = (
+        core_sets(len(CONFIGS), args.pin_cpus, sorted(os.sched_getaffinity(0)))
+        if args.pin_cpus
+        else [None] * len(CONFIGS)
+    )
+    for config, pinned in zip(CONFIGS, cpus):
         argv = [str(HERE / "forest_engine.py"), "--model", args.model, "--config", config]
         argv += ["--gpu-util", str(args.gpu_util)]
         if args.cudagraph_mode:
@@ -75,7 +80,7 @@ def start_engines(args) -> list[EngineProcess]:
         if args.forest_full_graphs and config == "forest":
             argv += ["--forest-full-graphs"]
         log = args.runs / f"engine-{config}.log"
-        engine = EngineProcess(config, argv, log, env=_env(config, args.in_process))
+        engine = EngineProcess(config, argv, log, env=_env(config, args.in_process), cpus=pinned)
         print(f"engine {config} up in {engine.info['engine_start_s']} s", flush=True)
         engines.append(engine)
     return engines
@@ -125,6 +130,7 @@ def run_setting(args) -> dict[str, bool]:
         "forest_full_graphs": bool(args.forest_full_graphs),
         "engine_core_process": not args.in_process,
         "seeded_sampling": SEEDED_SAMPLING,
+        "pinned_cpus": int(args.pin_cpus),
     }
 
 
@@ -134,6 +140,7 @@ SETTING_BEFORE_RECORDED = {
     "forest_full_graphs": False,
     "engine_core_process": False,
     "seeded_sampling": True,
+    "pinned_cpus": 0,
 }
 
 
@@ -303,6 +310,13 @@ def main() -> int:
         "(VLLM_ENABLE_V1_MULTIPROCESSING=0); the rollouts profile needs it",
     )
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument(
+        "--pin-cpus",
+        type=int,
+        default=0,
+        metavar="K",
+        help="give each engine (and the engine core it starts) K host cores of its own",
+    )
     parser.add_argument("--runs", type=Path, default=HERE / "runs")
     parser.add_argument(
         "--budget-s",
@@ -323,7 +337,8 @@ def main() -> int:
     if other:
         print(
             f"{args.runs} holds runs of {', '.join(other)} measured with another setting "
-            "(--forest-full-graphs, --in-process, or the sampling of an older bench); "
+            "(--forest-full-graphs, --in-process, --pin-cpus, or the sampling of an older "
+            "bench); "
             "give another --runs folder",
             file=sys.stderr,
         )

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine_proc import EngineProcess  # noqa: E402
+from engine_proc import EngineProcess, core_sets  # noqa: E402
 
 WORKLOADS = {"one": 1, "batch32": 32}
 COUNTERS = {
@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default="one,batch32", help="comma list of: one, batch32")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--budget", type=float, default=0.0, help="seconds; 0: no limit")
+    ap.add_argument("--pin-cpus", type=int, default=0, metavar="K",
+                    help="give each engine K host cores of its own (0: share them all)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.serve:
         model, spec, util, engine = args.serve
@@ -238,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         tmp.replace(args.out)
         return report
 
+    if args.pin_cpus:
+        try:
+            core_sets(len(names), args.pin_cpus, sorted(os.sched_getaffinity(0)))
+        except ValueError as err:
+            print(f"error: --pin-cpus: {err}", file=sys.stderr)
+            return 2
     todo = missing_repetitions(workloads, args.reps, rows)
     if todo:
         finished = measure(args, configs, workloads, todo, rows, write_report)
@@ -273,6 +281,11 @@ def measure(args, configs, workloads, todo, rows, write_report) -> bool:
     names = list(configs)
     logs = args.out.with_suffix(".logs")
     logs.mkdir(parents=True, exist_ok=True)
+    cpus = (
+        core_sets(len(names), args.pin_cpus, sorted(os.sched_getaffinity(0)))
+        if args.pin_cpus
+        else [None] * len(names)
+    )
     engines = {
         n: EngineProcess(
             n,
@@ -285,8 +298,9 @@ def measure(args, configs, workloads, todo, rows, write_report) -> bool:
                 json.dumps(ENGINE_ARGS.get(n, {})),
             ],
             logs / f"{n}.log",
+            cpus=pinned,
         )  # fmt: skip
-        for n, c in configs.items()
+        for (n, c), pinned in zip(configs.items(), cpus)
     }
     warmed: set[str] = set()
     rep_seconds = 0.0

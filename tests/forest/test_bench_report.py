@@ -96,16 +96,22 @@ def test_a_resumed_report_never_mixes_forest_settings():
         "rollouts",
         "sysprompt",
     ]
-    old_bench = {"forest_full_graphs": False, "engine_core_process": False, "seeded_sampling": True}
+    old_bench = {
+        "forest_full_graphs": False,
+        "engine_core_process": False,
+        "seeded_sampling": True,
+        "pinned_cpus": 0,
+    }
     assert forest_speed.mismatched_runs(records, old_bench) == ["rollouts", "sysprompt"]
     assert forest_speed.mismatched_runs({}, full_mp) == []
 
 
 def test_the_runs_a_bench_saves_record_how_it_sampled():
     class Args:
-        forest_full_graphs, in_process = True, False
+        forest_full_graphs, in_process, pin_cpus = True, False, 4
 
-    assert forest_speed.run_setting(Args)["seeded_sampling"] is False
+    setting = forest_speed.run_setting(Args)
+    assert setting["seeded_sampling"] is False and setting["pinned_cpus"] == 4
 
 
 def test_engines_keep_vllms_own_process_layout_unless_asked():

@@ -133,7 +133,7 @@ def _fake_engines(clock: _Clock, started: list[str], argvs: list[list[str]]):
         def close(self):
             pass
 
-    def make(name, argv, log):
+    def make(name, argv, log, cpus=None):
         engine = FakeEngine(name, argv, log)
         engine.name = name
         return engine
@@ -168,3 +168,12 @@ def test_a_budget_stops_before_a_repetition_and_the_same_command_resumes(
     by_name = dict(zip(started, argvs))
     assert json.loads(by_name["none-sync"][-1]) == {"async_scheduling": False}
     assert json.loads(by_name["none"][-1]) == {} and json.loads(by_name["suffix"][-1]) == {}
+
+
+def test_pinning_more_cores_than_there_are_exits_2_before_starting_engines(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--pin-cpus", "1000"]
+    assert gpu_speed.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--pin-cpus" in err and "pin fewer cores per engine" in err
+    assert not (tmp_path / "o.logs").exists()
