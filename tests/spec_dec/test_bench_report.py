@@ -40,6 +40,7 @@ def test_configs_offer_every_row_and_the_batch_cap():
     assert configs["none-sync"] is None
     assert gpu_speed.ENGINE_ARGS["none-sync"] == {"async_scheduling": False}
     assert configs["hybrid"]["enable_suffix_decoding"] is True
+    assert configs["hybrid"]["model"] == "/m"  # the MLP, as the GPU tests' hybrid
     assert configs["arctic-mlp"]["disable_by_batch_size"] == 24
     assert configs["suffix"]["disable_by_batch_size"] == 24 and configs["none"] is None
 
