@@ -217,7 +217,8 @@ WORKER_FEATURES: tuple[Feature, ...] = (
     ),
     Feature(
         name="arctic-proposer",
-        summary='the arctic proposer drafts in GPUModelRunner for method="arctic" (and hybrid)',
+        summary='the arctic proposer drafts in GPUModelRunner for method="arctic" (and '
+        'hybrid); disable_by_batch_size for method="suffix"',
         patches=("arctic_inference.vllm.spec_dec.runner:GPUModelRunnerArcticPatch",),
         enabled=_arctic_on,
     ),

@@ -336,6 +336,61 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
     )
 
 
+CAP_WORKER = r"""
+import json, sys
+from pathlib import Path
+from vllm import LLM, SamplingParams
+from vllm.inputs import TokensPrompt
+spec, model, out, root = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+sys.path.insert(0, str(Path(root) / "tests" / "gpu"))
+from spec_prompts import copy_prompts
+vocab = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
+llm = LLM(model=model, dtype="bfloat16", enforce_eager=True, seed=0, gpu_memory_utilization=0.3,
+          max_model_len=1024, enable_prefix_caching=False, speculative_config=spec,
+          disable_log_stats=False)
+sp = SamplingParams(temperature=0.0, max_tokens=64, ignore_eos=True)
+
+
+def drafted(prompts):
+    def count():
+        return sum(float(m.value) for m in llm.get_metrics()
+                   if m.name == "vllm:spec_decode_num_draft_tokens")
+    before = count()
+    llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sp, use_tqdm=False)
+    return count() - before
+
+
+prompts = copy_prompts(vocab, n=4, seed=3)
+Path(out).write_text(json.dumps({"batch": drafted(prompts), "alone": drafted(prompts[:1])}))
+"""
+
+
+@pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
+@pytest.mark.parametrize("method", ["suffix", "arctic", "hybrid"])
+def test_the_batch_cap_holds_in_an_engine(cuda, tmp_path, method):
+    """``disable_by_batch_size=4``: a batch of four requests drafts nothing (each
+    finishes on the same step, so the batch never drops below the cap), the same
+    engine drafts for one request alone. The cap is applied by the plugin's runner patch,
+    so this also shows that patch is on for each method (for suffix decoding, a config
+    that accepts the cap while vLLM's own runner ignores it drafted at batch 32)."""
+    spec = _spec_config(method, tmp_path)
+    spec["disable_by_batch_size"] = 4
+    out = tmp_path / "cap.json"
+    root = str(Path(__file__).resolve().parents[2])
+    subprocess.run(
+        [sys.executable, "-c", CAP_WORKER, json.dumps(spec), MODEL, str(out), root],
+        check=True,
+        env=dict(os.environ, **ENV),
+        timeout=300,
+    )
+    got = json.loads(out.read_text())
+    print(
+        f"\n[{method} cap] drafted tokens: batch of 4 {got['batch']:.0f}, alone {got['alone']:.0f}"
+    )
+    assert got["batch"] == 0, f"{method}: drafted {got['batch']:.0f} tokens at the cap"
+    assert got["alone"] > 0, f"{method}: drafted nothing for a request alone"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

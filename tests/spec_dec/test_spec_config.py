@@ -194,7 +194,9 @@ def test_suffix_decoding_takes_the_batch_cap(arctic_config, target_config):
     assert cfg.method == "suffix" and cfg.disable_by_batch_size == 8
 
 
-def test_config_patch_is_an_engine_feature_and_the_proposer_a_worker_feature():
+def test_config_patch_is_an_engine_feature_and_the_proposer_a_worker_feature(
+    arctic_config, target_config, mlp
+):
     from arctic_inference.vllm.patch_set import ENGINE_FEATURES, WORKER_FEATURES, PatchContext
 
     (engine,) = [f for f in ENGINE_FEATURES if f.name == "arctic-speculative-config"]
@@ -203,12 +205,17 @@ def test_config_patch_is_an_engine_feature_and_the_proposer_a_worker_feature():
     )
     (worker,) = [f for f in WORKER_FEATURES if f.name == "arctic-proposer"]
 
-    class Spec:
-        method = "arctic"
+    def enabled(spec) -> bool:
+        class Cfg:
+            speculative_config = spec
 
-    class Cfg:
-        speculative_config = Spec()
+        return worker.enabled(PatchContext(side="worker", vllm_config=Cfg()))
 
-    assert worker.enabled(PatchContext(side="worker", vllm_config=Cfg()))
-    Spec.method = "suffix"
-    assert not worker.enabled(PatchContext(side="worker", vllm_config=Cfg()))
+    assert enabled(build(target_config, method="arctic", model=str(mlp)))
+    # Suffix decoding needs the runner patch only for its batch cap, which the patch
+    # applies: accepted by the config but left unpatched, the cap would be ignored.
+    assert enabled(build(target_config, method="suffix", num_speculative_tokens=4,
+                         disable_by_batch_size=8))  # fmt: skip
+    assert not enabled(build(target_config, method="suffix", num_speculative_tokens=4))
+    assert not enabled(build(target_config, method="ngram", num_speculative_tokens=2))
+    assert not enabled(None)

@@ -201,9 +201,17 @@ def uses_arctic(cfg: SpeculativeConfig | None) -> bool:
 
 
 def arctic_on(ctx: object) -> bool:
-    """Feature predicate: this worker's engine asked for ``method="arctic"``."""
+    """Feature predicate of the runner patch: this worker's engine asked for
+    ``method="arctic"``, or for suffix decoding with ``disable_by_batch_size`` (the cap
+    is the runner patch's to apply: without it vLLM would draft at every batch size)."""
     config = getattr(ctx, "vllm_config", None)
-    return uses_arctic(getattr(config, "speculative_config", None))
+    spec = getattr(config, "speculative_config", None)
+    if uses_arctic(spec):
+        return True
+    return (
+        getattr(spec, "method", None) == SUFFIX_METHOD
+        and getattr(spec, "disable_by_batch_size", None) is not None
+    )
 
 
 def is_hybrid(cfg: SpeculativeConfig | None) -> bool:
