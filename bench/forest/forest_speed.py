@@ -119,6 +119,7 @@ def measure_workload(args, engines: list[EngineProcess], name: str, deadline: fl
         "rounds": rounds,
         "sizing_s": sizing,
         "runs": runs,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         **run_setting(args),
     }
 
@@ -250,6 +251,14 @@ def markdown(summary: dict) -> str:
         cells.append(f"{entry['rounds']}, {shortest:.1f} s")
         cells.append(", ".join(str(entry[f"{c}_forest_steps"]) for c in CONFIGS))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    resumed = summary.get("resumed") or {}
+    if resumed:
+        lines += [
+            "",
+            "**Not measured in this call**, resumed from saved runs: "
+            + "; ".join(f"{n} (measured {when})" for n, when in resumed.items())
+            + ".",
+        ]
     if summary["rollouts_profile"]:
         lines += [
             "",
@@ -285,7 +294,7 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--reps", type=int, default=5)
@@ -326,7 +335,7 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--md", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.reps < 5 or args.phase_s < 10:
         print("note: fewer than 5 repetitions or phases under 10 s are not a measurement")
     args.runs.mkdir(parents=True, exist_ok=True)
@@ -374,6 +383,10 @@ def main() -> int:
     profiles = json.loads(profile_path.read_text()) if profile_path.is_file() else {}
     complete = len(measured) == len(names) and (profiles or not want_profile)
     summary = summarize(measured, profiles, args.model)
+    # A workload saved by an earlier call is reported, never passed off as this call's.
+    summary["resumed"] = {
+        n: saved[n].get("measured_at", "before saved runs recorded a time") for n in saved
+    }
     summary["complete"] = bool(complete)
     summary.update(run_setting(args))
     if args.out:

@@ -191,3 +191,36 @@ def test_the_host_profile_finds_the_function_that_fills_the_step():
         "rollouts_profile": {"forest": {"implied_gb_s": None, "host": host}},
     }
     assert "`test_bench_report.py:" in forest_speed.markdown(summary)
+
+
+def test_a_report_names_the_workloads_it_resumed_instead_of_measuring():
+    runs = [_run(0, "flash", 100.0), _run(0, "forest", 150.0)]
+    summary = forest_speed.summarize({"noshare": {"rounds": 4, "runs": runs}}, {}, model="unused")
+    assert "Not measured in this call" not in forest_speed.markdown(summary)
+    summary["resumed"] = {"noshare": "2026-12-02 19:40 UTC"}
+    text = forest_speed.markdown(summary)
+    assert "**Not measured in this call**, resumed from saved runs: noshare (measured " in text
+    assert "2026-12-02 19:40 UTC" in text
+
+
+def test_a_call_with_every_workload_saved_reports_them_as_resumed(tmp_path, capsys):
+    # No engine starts: every workload asked for is saved, and no profile is wanted.
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    record = {
+        "workload": "noshare",
+        "rounds": 4,
+        "runs": [_run(0, "flash", 100.0), _run(0, "forest", 150.0)],
+        "measured_at": "2026-12-01 10:00 UTC",
+        "forest_full_graphs": False,
+        "engine_core_process": False,
+        "seeded_sampling": False,
+        "pinned_cpus": 0,
+    }
+    (runs / "noshare.json").write_text(json.dumps(record))
+    md = tmp_path / "r.md"
+    argv = ["--model", "unused", "--runs", str(runs), "--workloads", "noshare", "--in-process",
+            "--no-profile", "--md", str(md)]  # fmt: skip
+    assert forest_speed.main(argv) == 0
+    text = md.read_text()
+    assert "resumed from saved runs: noshare (measured 2026-12-01 10:00 UTC)" in text
