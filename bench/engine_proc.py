@@ -35,6 +35,14 @@ def core_sets(engines: int, per_engine: int, available: Sequence[int]) -> list[s
     return [set(cores[i * per_engine : (i + 1) * per_engine]) for i in range(engines)]
 
 
+def engine_cpus(engines: int, per_engine: int) -> list[set[int] | None]:
+    """What each engine is pinned to for ``--pin-cpus per_engine`` (0: nothing pinned),
+    from the cores this process may use; ValueError when they do not fit."""
+    if not per_engine:
+        return [None] * engines
+    return core_sets(engines, per_engine, sorted(os.sched_getaffinity(0)))
+
+
 class EngineProcess:
     """The parent's handle on one serving child."""
 
@@ -48,9 +56,8 @@ class EngineProcess:
     ):
         self.name = name
         self.log = log
-        self.cpus = set(cpus) if cpus else None
         self._log_file = open(log, "w")  # noqa: SIM115 (lives as long as the child)
-        pin = self.cpus
+        pin = set(cpus) if cpus else None
         self.proc = subprocess.Popen(
             [sys.executable, *argv],
             stdin=subprocess.PIPE,

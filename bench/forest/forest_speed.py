@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from engine_proc import EngineProcess, core_sets  # noqa: E402
+from engine_proc import EngineProcess, engine_cpus  # noqa: E402
 from forest_engine import CONFIGS, SEEDED_SAMPLING  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 
@@ -64,14 +64,10 @@ def _env(config: str, in_process: bool = False) -> dict[str, str]:
     return env
 
 
-def start_engines(args) -> list[EngineProcess]:
-    """One after another: vLLM sizes its KV cache from the memory free while it profiles."""
+def start_engines(args, cpus: list[set[int] | None]) -> list[EngineProcess]:
+    """One after another: vLLM sizes its KV cache from the memory free while it profiles.
+    ``cpus``: each configuration's CPU set, in ``CONFIGS`` order (None: not pinned)."""
     engines = []
-    cpus = (
-        core_sets(len(CONFIGS), args.pin_cpus, sorted(os.sched_getaffinity(0)))
-        if args.pin_cpus
-        else [None] * len(CONFIGS)
-    )
     for config, pinned in zip(CONFIGS, cpus):
         argv = [str(HERE / "forest_engine.py"), "--model", args.model, "--config", config]
         argv += ["--gpu-util", str(args.gpu_util)]
@@ -124,7 +120,7 @@ def measure_workload(args, engines: list[EngineProcess], name: str, deadline: fl
     }
 
 
-def run_setting(args) -> dict[str, bool]:
+def run_setting(args) -> dict[str, bool | int]:
     """What a saved run was measured with, beyond the workload: a resumed report must
     not mix settings."""
     return {
@@ -145,7 +141,7 @@ SETTING_BEFORE_RECORDED = {
 }
 
 
-def mismatched_runs(records: dict[str, dict], setting: dict[str, bool]) -> list[str]:
+def mismatched_runs(records: dict[str, dict], setting: dict[str, bool | int]) -> list[str]:
     """Workloads whose saved runs were measured with another setting than ``setting``."""
     return sorted(
         name
@@ -338,6 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.reps < 5 or args.phase_s < 10:
         print("note: fewer than 5 repetitions or phases under 10 s are not a measurement")
+    try:
+        cpus = engine_cpus(len(CONFIGS), args.pin_cpus)
+    except ValueError as err:
+        print(f"error: --pin-cpus: {err}", file=sys.stderr)
+        return 2
     args.runs.mkdir(parents=True, exist_ok=True)
     names = args.workloads.split(",")
     done = lambda n: (args.runs / f"{n}.json").is_file()  # noqa: E731
@@ -360,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     pending = [n for n in names if not done(n)]
     start = time.time()
     if pending or (want_profile and not profile_path.is_file()):
-        engines = start_engines(args)
+        engines = start_engines(args, cpus)
         try:
             deadline = start + args.budget_s
             for name in pending:

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine_proc import EngineProcess, core_sets  # noqa: E402
+from engine_proc import EngineProcess, engine_cpus  # noqa: E402
 
 WORKLOADS = {"one": 1, "batch32": 32}
 COUNTERS = {
@@ -243,15 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         tmp.replace(args.out)
         return report
 
-    if args.pin_cpus:
-        try:
-            core_sets(len(names), args.pin_cpus, sorted(os.sched_getaffinity(0)))
-        except ValueError as err:
-            print(f"error: --pin-cpus: {err}", file=sys.stderr)
-            return 2
+    try:
+        cpus = engine_cpus(len(names), args.pin_cpus)
+    except ValueError as err:
+        print(f"error: --pin-cpus: {err}", file=sys.stderr)
+        return 2
     todo = missing_repetitions(workloads, args.reps, rows)
     if todo:
-        finished = measure(args, configs, workloads, todo, rows, write_report)
+        finished = measure(args, configs, cpus, workloads, todo, rows, write_report)
         if not finished:
             print(f"budget of {args.budget:.0f} s reached; run the same command again to go on")
             return RESUMABLE
@@ -278,17 +277,13 @@ def earlier_rows(out: Path, run_args: dict, names: list[str]) -> list[dict]:
     return [r for r in rows if _complete(rows, r, names)]
 
 
-def measure(args, configs, workloads, todo, rows, write_report) -> bool:
-    """Run the missing repetitions, interleaved; False if the budget stopped it early."""
+def measure(args, configs, cpus, workloads, todo, rows, write_report) -> bool:
+    """Run the missing repetitions, interleaved; False if the budget stopped it early.
+    ``cpus``: each configuration's CPU set, in order (None: not pinned)."""
     start = time.perf_counter()
     names = list(configs)
     logs = args.out.with_suffix(".logs")
     logs.mkdir(parents=True, exist_ok=True)
-    cpus = (
-        core_sets(len(names), args.pin_cpus, sorted(os.sched_getaffinity(0)))
-        if args.pin_cpus
-        else [None] * len(names)
-    )
     engines = {
         n: EngineProcess(
             n,

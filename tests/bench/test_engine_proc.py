@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from engine_proc import EngineProcess, core_sets  # noqa: E402
+from engine_proc import EngineProcess, core_sets, engine_cpus  # noqa: E402
 
 # A child that reports its own CPU set and the one of a process it starts.
 CHILD = textwrap.dedent(
@@ -53,3 +53,16 @@ def test_an_unpinned_engine_keeps_the_parents_cores(tmp_path):
         assert engine.info["mine"] == sorted(os.sched_getaffinity(0))
     finally:
         engine.close()
+
+
+def test_engine_cpus_pins_nothing_without_a_core_count():
+    assert engine_cpus(3, 0) == [None, None, None]
+
+
+def test_engine_cpus_uses_the_cores_this_process_may_use():
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2:
+        pytest.skip("needs two cores: one engine core and one for the parent")
+    assert engine_cpus(1, 1) == [{mine[0]}]
+    with pytest.raises(ValueError, match="pin fewer cores per engine"):
+        engine_cpus(1, len(mine))

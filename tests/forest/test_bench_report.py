@@ -224,3 +224,11 @@ def test_a_call_with_every_workload_saved_reports_them_as_resumed(tmp_path, caps
     assert forest_speed.main(argv) == 0
     text = md.read_text()
     assert "resumed from saved runs: noshare (measured 2026-12-01 10:00 UTC)" in text
+
+
+def test_pinning_more_cores_than_there_are_exits_2_before_starting_engines(tmp_path, capsys):
+    argv = ["--model", "unused", "--runs", str(tmp_path / "runs"), "--pin-cpus", "1000"]
+    assert forest_speed.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--pin-cpus" in err and "pin fewer cores per engine" in err
+    assert not (tmp_path / "runs").exists()
