@@ -32,7 +32,11 @@ import torch
 from vllm.logger import init_logger
 
 from arctic_inference.vllm.spec_dec.graphs import GraphedProposals, graphs_wanted
-from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens, is_hybrid
+from arctic_inference.vllm.spec_dec.spec_config import (
+    arctic_draft_tokens,
+    is_hybrid,
+    over_batch_cap,
+)
 
 logger = init_logger(f"vllm.{__name__}")
 
@@ -82,7 +86,7 @@ def plan_drafts(
 ) -> DraftPlan:
     """Pick the requests to draft for and cap each at the context limit."""
     batch = len(sampled_token_ids)
-    if disable_by_batch_size is not None and batch >= disable_by_batch_size:
+    if over_batch_cap(disable_by_batch_size, batch):
         return DraftPlan([], [])
     rows, lengths = [], []
     for i, tokens in enumerate(sampled_token_ids):
@@ -203,8 +207,7 @@ class ArcticProposer:
                 plan.only(rows), sampled_token_ids, sample_hidden_states, num_draft
             )
 
-        limit = self.disable_by_batch_size
-        drafting = limit is None or len(sampled_token_ids) < limit
+        drafting = not over_batch_cap(self.disable_by_batch_size, len(sampled_token_ids))
         return self.hybrid.combine(
             input_batch,
             sampled_token_ids,

@@ -18,7 +18,13 @@ from __future__ import annotations
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from arctic_inference.patching import ArcticPatch
-from arctic_inference.vllm.spec_dec.spec_config import ARCTIC_METHOD, SUFFIX_METHOD, uses_arctic
+from arctic_inference.vllm.spec_dec.spec_config import (
+    ARCTIC_METHOD,
+    SUFFIX_METHOD,
+    capped_suffix,
+    over_batch_cap,
+    uses_arctic,
+)
 
 # The method vLLM builds its speculative-decoding state for while an arctic
 # runner is constructed (see the module docstring).
@@ -59,7 +65,10 @@ class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
         common_attn_metadata,
         slot_mappings,
     ):
-        if _suffix_step_over_limit(self.speculative_config, sampled_token_ids):
+        spec = self.speculative_config
+        if capped_suffix(spec) and over_batch_cap(
+            spec.disable_by_batch_size, len(sampled_token_ids)
+        ):
             from arctic_inference.vllm.spec_dec.suffix_follow import follow_without_drafts
 
             self._draft_probs = None
@@ -85,11 +94,3 @@ class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
         return self.drafter.propose(
             sampled_token_ids, sample_hidden_states, spec_decode_metadata, self.input_batch
         )
-
-
-def _suffix_step_over_limit(spec, sampled_token_ids) -> bool:
-    """A suffix-decoding step whose batch reached ``disable_by_batch_size``: no drafts."""
-    if spec is None or spec.method != SUFFIX_METHOD:
-        return False
-    limit = getattr(spec, "disable_by_batch_size", None)
-    return limit is not None and len(sampled_token_ids) >= limit

@@ -200,18 +200,27 @@ def uses_arctic(cfg: SpeculativeConfig | None) -> bool:
     return cfg is not None and cfg.method == ARCTIC_METHOD
 
 
+def over_batch_cap(cap: int | None, batch_size: int) -> bool:
+    """Whether a step of ``batch_size`` requests is at or over ``disable_by_batch_size``
+    (such a step makes no drafts); never without a cap."""
+    return cap is not None and batch_size >= cap
+
+
+def capped_suffix(cfg: SpeculativeConfig | None) -> bool:
+    """vLLM's suffix decoding with ``disable_by_batch_size``: the cap is the runner
+    patch's to apply (vLLM's own runner would draft at every batch size)."""
+    return (
+        getattr(cfg, "method", None) == SUFFIX_METHOD
+        and getattr(cfg, "disable_by_batch_size", None) is not None
+    )
+
+
 def arctic_on(ctx: object) -> bool:
     """Feature predicate of the runner patch: this worker's engine asked for
-    ``method="arctic"``, or for suffix decoding with ``disable_by_batch_size`` (the cap
-    is the runner patch's to apply: without it vLLM would draft at every batch size)."""
+    ``method="arctic"``, or for suffix decoding with a batch cap."""
     config = getattr(ctx, "vllm_config", None)
     spec = getattr(config, "speculative_config", None)
-    if uses_arctic(spec):
-        return True
-    return (
-        getattr(spec, "method", None) == SUFFIX_METHOD
-        and getattr(spec, "disable_by_batch_size", None) is not None
-    )
+    return uses_arctic(spec) or capped_suffix(spec)
 
 
 def is_hybrid(cfg: SpeculativeConfig | None) -> bool:
