@@ -297,7 +297,7 @@ def measure(args, configs, cpus, workloads, todo, rows, write_report) -> bool:
             ],
             logs / f"{n}.log",
             cpus=pinned,
-        )  # fmt: skip
+        )
         for (n, c), pinned in zip(configs.items(), cpus)
     }
     warmed: set[str] = set()
