@@ -4,7 +4,7 @@
 # (see ../shared/gpu/README.md):
 #   bash bench/spec/device_bench.sh train [MODEL...]   # MLP + LSTM (default: copy-llama small-llama)
 #   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
-#   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOAD [ARGS]  # gpu_speed.py, one workload
+#   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOADS [ARGS]  # gpu_speed.py (one, batch32 or one,batch32)
 #     (one or batch32; with --budget S a run that does not fit one call exits 75 and resumes)
 # Speculators live in /tmp/spec (kept while the machine is warm); logs and JSON go to $OUT.
 set -uo pipefail
@@ -33,11 +33,12 @@ case "$what" in
     # that its --budget stopped (exit 75) resumes there; each call copies it to $OUT.
     model="${1:-copy-llama}"; wl="${2:-one}"; short="${model%-llama}"; shift 2 || shift || true
     runs=/tmp/spec-runs; mkdir -p "$runs"
+    run="spec-$short-${wl//,/-}"  # one,batch32 -> one-batch32: plain file names come back
     python3 bench/spec/gpu_speed.py --model "/opt/models/$model" --mlp "$SPEC/$short-mlp" \
-      --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$runs/spec-$short-$wl.json" "$@" \
-      2>&1 | tee -a "$runs/spec-$short-$wl.log"
+      --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$runs/$run.json" "$@" \
+      2>&1 | tee -a "$runs/$run.log"
     rc="${PIPESTATUS[0]}"
-    cp -r "$runs/spec-$short-$wl".* "$OUT/" 2>/dev/null
+    cp -r "$runs/$run".* "$OUT/" 2>/dev/null
     exit "$rc" ;;
   *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME WORKLOAD} ..." >&2; exit 2 ;;
 esac

@@ -17,6 +17,8 @@ drafts, drafted and accepted tokens (accepted tokens per step = 1 + accepted /
 drafts; draft acceptance = accepted / drafted); for the arctic engines the
 proposer's own time per call (``ArcticProposer.timing``).
 
+``suffix-full-graphs`` is ``suffix`` with ``cudagraph_mode=FULL`` (see ``ENGINE_ARGS``).
+
 ``none-sync`` is ``none`` with vLLM's asynchronous scheduling off. vLLM turns that
 scheduling off for every speculative method outside EAGLE/MTP/draft-model/n-gram
 on the GPU, so each speculating engine here runs without it; the row tells how much
@@ -59,7 +61,14 @@ COUNTERS = {
 
 
 # Engine arguments beyond the speculative config, per configuration.
-ENGINE_ARGS = {"none-sync": {"async_scheduling": False}}
+ENGINE_ARGS = {
+    "none-sync": {"async_scheduling": False},
+    # A speculating engine captures its full decode graphs for 1 + k tokens per request
+    # only; a step where some request drafts less (or the batch cap drafts nothing) runs
+    # piecewise graphs. FlashAttention 3 supports full graphs for any batch: this row
+    # tells how much of the gap to none that is.
+    "suffix-full-graphs": {"compilation_config": {"cudagraph_mode": "FULL"}},
+}
 RESUMABLE = 75  # the exit status of a run its budget stopped (see tests/gpu/session.sh)
 
 
@@ -70,6 +79,7 @@ def spec_configs(args) -> dict[str, dict | None]:
     if args.lstm:
         configs["arctic-lstm"] = {"method": "arctic", "model": args.lstm}
     configs["suffix"] = {"method": "suffix", "num_speculative_tokens": args.suffix_tokens}
+    configs["suffix-full-graphs"] = dict(configs["suffix"])
     if args.mlp or args.lstm:
         # The hybrid takes the MLP where there is one: on copy-llama it is the speculator
         # whose drafts are accepted more (11.8 % vs the LSTM's 7.2 %, 2026-12-02), and the
@@ -84,6 +94,19 @@ def spec_configs(args) -> dict[str, dict | None]:
         if cfg is not None and args.disable_by_batch_size:
             cfg["disable_by_batch_size"] = args.disable_by_batch_size
     return configs
+
+
+def select_configs(configs: dict[str, dict | None], wanted: str) -> dict[str, dict | None]:
+    """The configurations ``--configs`` names, in run order; every ratio needs ``none``."""
+    if not wanted:
+        return configs
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    unknown = [n for n in names if n not in configs]
+    if unknown:
+        raise ValueError(f"unknown {', '.join(unknown)}; this run offers {', '.join(configs)}")
+    if "none" not in names:
+        raise ValueError("it must name none: every speedup is against that repetition's none")
+    return {n: c for n, c in configs.items() if n in names}
 
 
 def prompts_for(vocab: int, n: int, length: int, seed: int) -> list[list[int]]:
@@ -208,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--gpu-util", type=float, default=0.14)
     ap.add_argument("--workloads", default="one,batch32", help="comma list of: one, batch32")
+    ap.add_argument("--configs", default="",
+                    help="comma list of the configurations to run (default: all; must name none)")  # fmt: skip
     ap.add_argument("--out", type=Path)
     ap.add_argument("--budget", type=float, default=0.0, help="seconds; 0: no limit")
     ap.add_argument("--pin-cpus", type=int, default=0, metavar="K",
@@ -224,7 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     if not workloads:
         print(f"error: --workloads names none of {', '.join(WORKLOADS)}", file=sys.stderr)
         return 2
-    configs = spec_configs(args)
+    try:
+        configs = select_configs(spec_configs(args), args.configs)
+    except ValueError as err:
+        print(f"error: --configs: {err}", file=sys.stderr)
+        return 2
     names = list(configs)
     run_args = {k: str(v) for k, v in vars(args).items() if k != "budget"}
     try:

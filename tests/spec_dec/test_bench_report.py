@@ -36,13 +36,39 @@ def test_configs_offer_every_row_and_the_batch_cap():
         mlp, lstm, suffix_tokens, disable_by_batch_size = "/m", "/l", 16, 24
 
     configs = gpu_speed.spec_configs(Args)
-    assert list(configs) == ["none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "hybrid"]
+    assert list(configs) == [
+        "none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "suffix-full-graphs", "hybrid"
+    ]  # fmt: skip
+    assert configs["suffix-full-graphs"] == configs["suffix"]
+    assert configs["suffix-full-graphs"] is not configs["suffix"]
+    full = {"compilation_config": {"cudagraph_mode": "FULL"}}
+    assert gpu_speed.ENGINE_ARGS["suffix-full-graphs"] == full
     assert configs["none-sync"] is None
     assert gpu_speed.ENGINE_ARGS["none-sync"] == {"async_scheduling": False}
     assert configs["hybrid"]["enable_suffix_decoding"] is True
     assert configs["hybrid"]["model"] == "/m"  # the MLP, as the GPU tests' hybrid
     assert configs["arctic-mlp"]["disable_by_batch_size"] == 24
     assert configs["suffix"]["disable_by_batch_size"] == 24 and configs["none"] is None
+
+
+def test_configs_selects_rows_in_run_order_and_keeps_the_baseline():
+    class Args:
+        mlp, lstm, suffix_tokens, disable_by_batch_size = None, None, 16, 32
+
+    offered = gpu_speed.spec_configs(Args)
+    assert list(offered) == ["none", "none-sync", "suffix", "suffix-full-graphs"]  # no arctic
+    picked = gpu_speed.select_configs(offered, "suffix,none")
+    assert list(picked) == ["none", "suffix"]
+    assert gpu_speed.select_configs(offered, "") is offered
+
+
+def test_configs_without_the_baseline_or_with_a_typo_exit_2(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    assert gpu_speed.main(["--model", "m", "--out", str(out), "--configs", "suffix"]) == 2
+    assert "must name none" in capsys.readouterr().err
+    assert gpu_speed.main(["--model", "m", "--out", str(out), "--configs", "none,sufix"]) == 2
+    assert "unknown sufix; this run offers none, none-sync" in capsys.readouterr().err
+    assert not (tmp_path / "o.logs").exists()
 
 
 def test_missing_arguments_exit_2(capsys):
@@ -150,8 +176,8 @@ def test_a_budget_stops_before_a_repetition_and_the_same_command_resumes(
     monkeypatch.setattr(gpu_speed.time, "perf_counter", clock)
     out = tmp_path / "run.json"
     argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--reps", "5",
-            "--min-phase", "10", "--budget", "130"]  # fmt: skip
-    # Two configs (none, none-sync) plus suffix: 30 s a repetition after 15 s of startup.
+            "--min-phase", "10", "--budget", "130", "--configs", "none,none-sync,suffix"]  # fmt: skip
+    # Three of the four configs offered: 30 s a repetition after 15 s of startup.
     assert gpu_speed.main(argv) == gpu_speed.RESUMABLE
     first = json.loads(out.read_text())
     reps_first = sorted({r["rep"] for r in first["rows"]})
