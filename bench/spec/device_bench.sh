@@ -5,7 +5,8 @@
 #   bash bench/spec/device_bench.sh train [MODEL...]   # MLP + LSTM (default: copy-llama small-llama)
 #   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
 #   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOADS [ARGS]  # gpu_speed.py (one, batch32 or one,batch32)
-#     (one or batch32; with --budget S a run that does not fit one call exits 75 and resumes)
+#     (with --budget S a run that does not fit one call exits 75 and resumes;
+#      --configs NAMES runs only those rows, none among them)
 # Speculators live in /tmp/spec (kept while the machine is warm); logs and JSON go to $OUT.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
@@ -40,5 +41,5 @@ case "$what" in
     rc="${PIPESTATUS[0]}"
     cp -r "$runs/$run".* "$OUT/" 2>/dev/null
     exit "$rc" ;;
-  *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME WORKLOAD} ..." >&2; exit 2 ;;
+  *) echo "usage: device_bench.sh {train|test|bench MODEL_NAME WORKLOADS} ..." >&2; exit 2 ;;
 esac

@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu-util", type=float, default=0.14)
     ap.add_argument("--workloads", default="one,batch32", help="comma list of: one, batch32")
     ap.add_argument("--configs", default="",
-                    help="comma list of the configurations to run (default: all; must name none)")  # fmt: skip
+                    help="comma list of the configurations to run, e.g. none,none-sync,suffix "
+                    "(default: all; must name none)")  # fmt: skip
     ap.add_argument("--out", type=Path)
     ap.add_argument("--budget", type=float, default=0.0, help="seconds; 0: no limit")
     ap.add_argument("--pin-cpus", type=int, default=0, metavar="K",
