@@ -222,6 +222,30 @@ class SuffixDecodingCache:
         if self.policy is not None:
             self.policy.observe(req_id, len(token_ids))
 
+    def cache_response(self, req_id: Hashable, token_ids) -> None:
+        """Put a finished request's whole response into the global tree at once.
+
+        For a request that never drafted (it lived and finished while the batch
+        was over a drafting cap): the global tree ends up as if it had been
+        started, fed token by token and stopped, without building a request
+        tree over its prompt that nothing would read.
+        """
+        _check_req_id(req_id)
+        if self._global is None:
+            raise RuntimeError("SuffixDecodingCache was closed")
+        if req_id in self._local:
+            raise ValueError(f"request {req_id!r} is active: add_active_response, then stop it")
+        if self.max_cached_requests == 0:
+            return
+        if req_id in self._seq:
+            self.evict_cached_response(req_id)
+        while 0 < self.max_cached_requests <= len(self._lru):
+            self._evict_one()
+        seq = next(self._ids)
+        self._global.extend(seq, token_ids)  # validates the tokens before the id is recorded
+        self._seq[req_id] = seq
+        self._lru[req_id] = None
+
     def stop_request(self, req_id: Hashable) -> None:
         """Drop the request tree; its response stays cached globally."""
         self._tree(req_id)

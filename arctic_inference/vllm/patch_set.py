@@ -153,6 +153,13 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
         setup="arctic_inference.vllm.spec_dec.spec_config:extend_speculative_config",
     ),
     Feature(
+        name="spec-decode-full-graphs",
+        summary='full CUDA graphs (cudagraph_mode=FULL) for method="arctic" or "suffix" '
+        "engines left at vLLM's default, so steps with uneven or no drafts skip the "
+        "piecewise graphs (decided per config)",
+        patches=("arctic_inference.vllm.spec_dec.graph_mode:VllmConfigSpecGraphsPatch",),
+    ),
+    Feature(
         name="spec-decode-position-stats",
         summary="per-position acceptance logged over the drafts reaching each position "
         "(right when draft lengths vary: suffix, hybrid)",

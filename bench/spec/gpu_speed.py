@@ -17,7 +17,10 @@ drafts, drafted and accepted tokens (accepted tokens per step = 1 + accepted /
 drafts; draft acceptance = accepted / drafted); for the arctic engines the
 proposer's own time per call (``ArcticProposer.timing``).
 
-``suffix-full-graphs`` is ``suffix`` with ``cudagraph_mode=FULL`` (see ``ENGINE_ARGS``).
+``suffix-piecewise`` is ``suffix`` with ``cudagraph_mode=FULL_AND_PIECEWISE``, vLLM's
+default, which the plugin replaces by ``FULL`` for arctic and suffix engines
+(``arctic_inference/vllm/spec_dec/graph_mode.py``); the row measures that choice. Each
+phase records the graph mode the engine's model runner resolved.
 
 ``none-sync`` is ``none`` with vLLM's asynchronous scheduling off. vLLM turns that
 scheduling off for every speculative method outside EAGLE/MTP/draft-model/n-gram
@@ -63,11 +66,10 @@ COUNTERS = {
 # Engine arguments beyond the speculative config, per configuration.
 ENGINE_ARGS = {
     "none-sync": {"async_scheduling": False},
-    # A speculating engine captures its full decode graphs for 1 + k tokens per request
-    # only; a step where some request drafts less (or the batch cap drafts nothing) runs
-    # piecewise graphs. FlashAttention 3 supports full graphs for any batch: this row
-    # tells how much of the gap to none that is.
-    "suffix-full-graphs": {"compilation_config": {"cudagraph_mode": "FULL"}},
+    # vLLM's default graph mode, which the plugin turns into FULL for a speculating
+    # engine: full decode graphs for 1 + k tokens per request only, piecewise graphs for
+    # a step where some request drafts less (or the batch cap drafts nothing).
+    "suffix-piecewise": {"compilation_config": {"cudagraph_mode": "FULL_AND_PIECEWISE"}},
 }
 RESUMABLE = 75  # the exit status of a run its budget stopped (see tests/gpu/session.sh)
 
@@ -79,7 +81,7 @@ def spec_configs(args) -> dict[str, dict | None]:
     if args.lstm:
         configs["arctic-lstm"] = {"method": "arctic", "model": args.lstm}
     configs["suffix"] = {"method": "suffix", "num_speculative_tokens": args.suffix_tokens}
-    configs["suffix-full-graphs"] = dict(configs["suffix"])
+    configs["suffix-piecewise"] = dict(configs["suffix"])
     if args.mlp or args.lstm:
         # The hybrid takes the MLP where there is one: on copy-llama it is the speculator
         # whose drafts are accepted more (11.8 % vs the LSTM's 7.2 %, 2026-12-02), and the
@@ -124,6 +126,11 @@ def prompts_for(vocab: int, n: int, length: int, seed: int) -> list[list[int]]:
 def round_seed(rep_seed: int, round_index: int) -> int:
     """Prompt seed of one round: distinct for every (repetition, round), equal across engines."""
     return rep_seed * 100_000 + round_index
+
+
+def _graph_mode(worker) -> str:
+    mode = worker.model_runner.compilation_config.cudagraph_mode
+    return str(getattr(mode, "name", mode))
 
 
 def _proposer_timing(worker) -> dict:
@@ -178,7 +185,8 @@ def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> 
         print(json.dumps({
             "seconds": elapsed, "rounds": rounds, "tokens": generated,
             "tok_per_s": generated / elapsed,
-            "propose_ms": 1000 * secs / calls if calls else None, **delta,
+            "propose_ms": 1000 * secs / calls if calls else None,
+            "cudagraph_mode": llm.collective_rpc(_graph_mode)[0], **delta,
         }), flush=True)  # fmt: skip
 
 

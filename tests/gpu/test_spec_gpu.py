@@ -115,7 +115,10 @@ def graph_stats(worker):
     drafter = getattr(worker.model_runner, "drafter", None)
     graphs = getattr(drafter, "graphs", None)
     return dict(graphs.stats) if graphs is not None else {}
-res = {"accepted": accepted, "ids": [], "logprobs": [], "graphs": llm.collective_rpc(graph_stats)[0]}
+def graph_mode(worker):
+    return worker.model_runner.compilation_config.cudagraph_mode.name
+res = {"accepted": accepted, "ids": [], "logprobs": [], "graphs": llm.collective_rpc(graph_stats)[0],
+       "cudagraph_mode": llm.collective_rpc(graph_mode)[0]}
 for o in outs:
     c = o.outputs[0]
     res["ids"].append(list(c.token_ids))
@@ -145,15 +148,23 @@ def reference(tmp_path_factory) -> dict:
 
 
 @pytest.mark.skipif(not Path(MODEL).exists(), reason="copy-llama not present")
-@pytest.mark.parametrize("mode", ["arctic", "arctic-lstm", "hybrid", "arctic-graphed"])
+@pytest.mark.parametrize(
+    "mode",
+    ["arctic", "arctic-lstm", "hybrid", "arctic-graphed", "hybrid-graphed", "suffix-graphed"],
+)
 def test_arctic_speculation_is_lossless_fp32(cuda, tmp_path, mode, reference):
     ref = reference
     spec = _generate(mode, tmp_path)
     print(f"\n[{mode} lossless] accepted draft tokens: {spec['accepted']:.0f}")
     print(f"[{mode} lossless] proposal graphs: {spec['graphs']}")
+    print(f"[{mode} lossless] target graphs: {spec['cudagraph_mode']}")
     assert spec["accepted"] > 0, f"{mode}: no draft token was ever accepted; it did not run"
     if mode.endswith("-graphed"):
-        assert spec["graphs"]["replays"] > 0 and spec["graphs"]["eager"] == 0
+        # The plugin's default for a speculating engine: full graphs for steps of any
+        # draft length (spec_dec/graph_mode.py), which the attention backend supports.
+        assert spec["cudagraph_mode"] == "FULL"
+        if not mode.startswith("suffix"):  # suffix decoding has no proposal graphs
+            assert spec["graphs"]["replays"] > 0 and spec["graphs"]["eager"] == 0
     else:
         assert spec["graphs"].get("replays", 0) == 0
     identical, ties, bad = 0, [], []

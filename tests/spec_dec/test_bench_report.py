@@ -37,12 +37,12 @@ def test_configs_offer_every_row_and_the_batch_cap():
 
     configs = gpu_speed.spec_configs(Args)
     assert list(configs) == [
-        "none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "suffix-full-graphs", "hybrid"
+        "none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "suffix-piecewise", "hybrid"
     ]  # fmt: skip
-    assert configs["suffix-full-graphs"] == configs["suffix"]
-    assert configs["suffix-full-graphs"] is not configs["suffix"]
-    full = {"compilation_config": {"cudagraph_mode": "FULL"}}
-    assert gpu_speed.ENGINE_ARGS["suffix-full-graphs"] == full
+    assert configs["suffix-piecewise"] == configs["suffix"]
+    assert configs["suffix-piecewise"] is not configs["suffix"]
+    piecewise = {"compilation_config": {"cudagraph_mode": "FULL_AND_PIECEWISE"}}
+    assert gpu_speed.ENGINE_ARGS["suffix-piecewise"] == piecewise
     assert configs["none-sync"] is None
     assert gpu_speed.ENGINE_ARGS["none-sync"] == {"async_scheduling": False}
     assert configs["hybrid"]["enable_suffix_decoding"] is True
@@ -56,7 +56,7 @@ def test_configs_selects_rows_in_run_order_and_keeps_the_baseline():
         mlp, lstm, suffix_tokens, disable_by_batch_size = None, None, 16, 32
 
     offered = gpu_speed.spec_configs(Args)
-    assert list(offered) == ["none", "none-sync", "suffix", "suffix-full-graphs"]  # no arctic
+    assert list(offered) == ["none", "none-sync", "suffix", "suffix-piecewise"]  # no arctic
     picked = gpu_speed.select_configs(offered, "suffix,none")
     assert list(picked) == ["none", "suffix"]
     assert gpu_speed.select_configs(offered, "") is offered

@@ -193,3 +193,41 @@ def test_backoff_pauses_failing_requests_only_under_load():
     c.stop_request("b")
     c.add_active_response("a", [9])
     assert len(c.speculate("a", prompt[-8:], 8).token_ids) == 8
+
+
+def test_cache_response_leaves_the_global_tree_as_a_started_fed_and_stopped_request():
+    eager, direct = make(), make()
+    eager.start_request("a", [100, 101])
+    for token in [1, 2, 3, 4, 5]:
+        eager.add_active_response("a", [token])
+    eager.stop_request("a")
+    direct.cache_response("a", [1, 2, 3, 4, 5])
+    for c in (eager, direct):
+        assert "a" in c.cached_requests and "a" not in c.active_requests
+        c.start_request("b", [7, 1, 2])
+        assert c.speculate("b", [7, 1, 2], 8).token_ids == [3, 4]  # found in the global tree
+    assert direct.stats()["global_nodes"] == eager.stats()["global_nodes"]
+    assert direct.stats()["request_nodes"] == eager.stats()["request_nodes"]
+
+
+def test_cache_response_replaces_an_old_response_and_keeps_the_limit():
+    c = make(max_cached_requests=2)
+    c.cache_response("a", [1, 2, 3])
+    c.cache_response("a", [4, 5, 6])  # the id came back: its new response replaces the old
+    assert c.global_tree.count([2, 3]) == 0 and c.global_tree.count([5, 6]) == 1
+    c.cache_response("b", [7, 8])
+    c.cache_response("c", [9, 10])
+    assert list(c.cached_requests) == ["b", "c"]  # "a" was the oldest
+
+
+def test_cache_response_refuses_active_requests_and_bad_tokens():
+    c = make()
+    c.start_request("a", [1, 2])
+    with pytest.raises(ValueError, match="active"):
+        c.cache_response("a", [3])
+    with pytest.raises(ValueError):
+        c.cache_response("b", [1, -2])
+    assert "b" not in c.cached_requests  # nothing recorded for the refused response
+    off = make(max_cached_requests=0)
+    off.cache_response("a", [1, 2])
+    assert len(off.cached_requests) == 0 and off.global_tree.num_tokens == 0

@@ -23,7 +23,11 @@ import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
-from arctic_inference.vllm.spec_dec.suffix_follow import follow_request, stop_departed
+from arctic_inference.vllm.spec_dec.suffix_follow import (
+    DeferredFollow,
+    follow_request,
+    stop_departed,
+)
 
 Source = Literal["suffix", "arctic", "none"]
 
@@ -64,6 +68,7 @@ class HybridDrafter:
             max_tree_depth=cfg.suffix_decoding_max_tree_depth,
             max_cached_requests=cfg.suffix_decoding_max_cached_requests,
         )
+        self.follow = DeferredFollow(self.cache)  # tokens of steps over the batch cap
         self.max_tree_depth = cfg.suffix_decoding_max_tree_depth
         self.max_spec_factor = cfg.suffix_decoding_max_spec_factor
         self.min_token_prob = cfg.suffix_decoding_min_token_prob
@@ -80,12 +85,8 @@ class HybridDrafter:
             if sampled[i] and num_draft[i] > 0 and self.last_source.get(req_id) == "arctic":
                 self.arctic.observe(len(sampled[i]) - 1)
 
-    def _suffix_draft(
-        self, input_batch: Any, i: int, sampled: list[int], max_tokens: int, drafting: bool
-    ):
+    def _suffix_draft(self, input_batch: Any, i: int, sampled: list[int], max_tokens: int):
         follow_request(self.cache, input_batch, i, sampled)
-        if not drafting:  # the tree still learns the tokens; nobody drafts this step
-            return None
         n = int(input_batch.num_tokens_no_spec[i])
         room = min(max_tokens, self.max_model_len - n - 1)
         if room < 1:
@@ -117,21 +118,21 @@ class HybridDrafter:
         """
         req_ids = list(input_batch.req_ids[: len(sampled_token_ids)])
         self._observe(req_ids, sampled_token_ids, num_draft)
+        if not drafting:  # over the batch cap: nobody drafts, the tree learns later
+            for req_id in req_ids:
+                self.last_source[req_id] = "none"
+            self.chosen["none"] += len(req_ids)
+            self._forget(self.follow.defer(input_batch, sampled_token_ids))
+            return [[] for _ in sampled_token_ids]
+        self._forget(self.follow.catch_up(input_batch))
         suffix: list[tuple[list[int], float]] = []
         sources: list[Source] = []
         for i, sampled in enumerate(sampled_token_ids):
-            draft = (
-                self._suffix_draft(input_batch, i, sampled, max_tokens, drafting)
-                if sampled
-                else None
-            )
+            draft = self._suffix_draft(input_batch, i, sampled, max_tokens) if sampled else None
             tokens = list(draft.token_ids) if draft is not None else []
             score = float(draft.score) if draft is not None else 0.0
             suffix.append((tokens, score))
-            source: Source = "none"
-            if drafting:
-                source = pick_source(score, len(tokens), self.arctic.expected, i in arctic_rows)
-            sources.append(source)
+            sources.append(pick_source(score, len(tokens), self.arctic.expected, i in arctic_rows))
         wanted = [i for i, source in enumerate(sources) if source == "arctic"]
         arctic = arctic_for(wanted) if wanted else {}
         out: list[list[int]] = []
@@ -145,6 +146,9 @@ class HybridDrafter:
                 if source == "arctic"
                 else []
             )
-        for gone in stop_departed(self.cache, input_batch):
-            self.last_source.pop(gone, None)
+        self._forget(stop_departed(self.cache, input_batch))
         return out
+
+    def _forget(self, departed: set[str]) -> None:
+        for req_id in departed:
+            self.last_source.pop(req_id, None)

@@ -8,8 +8,8 @@ runs after bookkeeping on the sampled token lists, rejection sampler and
 buffers sized by ``num_speculative_tokens``) and then installs the
 :class:`~.proposer.ArcticProposer`; the patched ``propose_draft_token_ids``
 hands arctic steps to it. A suffix-decoding step whose batch has reached
-``disable_by_batch_size`` makes no drafts (its cache still follows the batch,
-``suffix_follow.py``). Other methods, and engines without the arctic method in
+``disable_by_batch_size`` makes no drafts; its cache catches up with those
+steps' tokens when drafting resumes (``suffix_follow.DeferredFollow``). Other methods, and engines without the arctic method in
 the same process, run vLLM's code unchanged.
 """
 
@@ -29,6 +29,16 @@ from arctic_inference.vllm.spec_dec.spec_config import (
 # The method vLLM builds its speculative-decoding state for while an arctic
 # runner is constructed (see the module docstring).
 STAND_IN_METHOD = SUFFIX_METHOD
+
+
+def _deferred_follow(runner: GPUModelRunner):
+    """The runner's record of tokens its suffix cache has not seen (made on first use)."""
+    follow = runner.__dict__.get("_arctic_deferred_follow")
+    if follow is None:
+        from arctic_inference.vllm.spec_dec.suffix_follow import DeferredFollow
+
+        follow = runner._arctic_deferred_follow = DeferredFollow(runner.drafter.suffix_cache)
+    return follow
 
 
 # rebasekit: ignore[RK401] the plugin forces the V1 runner (runner_choice.force_v1_model_runner)
@@ -66,16 +76,14 @@ class GPUModelRunnerArcticPatch(ArcticPatch[GPUModelRunner]):
         slot_mappings,
     ):
         spec = self.speculative_config
-        if capped_suffix(spec) and over_batch_cap(
-            spec.disable_by_batch_size, len(sampled_token_ids)
-        ):
-            from arctic_inference.vllm.spec_dec.suffix_follow import follow_without_drafts
-
-            self._draft_probs = None
-            self._draft_prob_req_ids = None
-            return follow_without_drafts(
-                self.drafter.suffix_cache, self.input_batch, sampled_token_ids
-            )
+        if capped_suffix(spec):
+            follow = _deferred_follow(self)
+            if over_batch_cap(spec.disable_by_batch_size, len(sampled_token_ids)):
+                self._draft_probs = None
+                self._draft_prob_req_ids = None
+                follow.defer(self.input_batch, sampled_token_ids)
+                return [[] for _ in sampled_token_ids]
+            follow.catch_up(self.input_batch)
         if not uses_arctic(self.speculative_config):
             return GPUModelRunnerArcticPatch._orig_propose_draft_token_ids(
                 self,
