@@ -200,16 +200,10 @@ class SuffixDecodingCache:
             raise ValueError(f"request {req_id!r} is already active")
         tree = _C.SuffixTree(self.max_tree_depth)
         tree.extend(_PROMPT, prompt_token_ids)  # validates the tokens
-        if req_id in self._seq:
-            self.evict_cached_response(req_id)
         self._local[req_id] = tree
         if self.policy is not None:
             self.policy.start(req_id)
-        if self.max_cached_requests != 0:
-            while 0 < self.max_cached_requests <= len(self._lru):
-                self._evict_one()
-            self._seq[req_id] = next(self._ids)
-            self._lru[req_id] = None
+        self._reserve_global_slot(req_id)
 
     def add_active_response(self, req_id: Hashable, token_ids) -> None:
         """Append newly generated tokens to the request and global trees."""
@@ -235,16 +229,14 @@ class SuffixDecodingCache:
             raise RuntimeError("SuffixDecodingCache was closed")
         if req_id in self._local:
             raise ValueError(f"request {req_id!r} is active: add_active_response, then stop it")
-        if self.max_cached_requests == 0:
+        seq = self._reserve_global_slot(req_id)
+        if seq is None:
             return
-        if req_id in self._seq:
-            self.evict_cached_response(req_id)
-        while 0 < self.max_cached_requests <= len(self._lru):
-            self._evict_one()
-        seq = next(self._ids)
-        self._global.extend(seq, token_ids)  # validates the tokens before the id is recorded
-        self._seq[req_id] = seq
-        self._lru[req_id] = None
+        try:
+            self._global.extend(seq, token_ids)  # validates the tokens
+        except Exception:
+            self.evict_cached_response(req_id)  # nothing recorded for refused tokens
+            raise
 
     def stop_request(self, req_id: Hashable) -> None:
         """Drop the request tree; its response stays cached globally."""
@@ -261,6 +253,19 @@ class SuffixDecodingCache:
             raise KeyError(f"request {req_id!r} has no cached response")
         del self._lru[req_id]
         self._global.remove(seq)
+
+    def _reserve_global_slot(self, req_id: Hashable) -> int | None:
+        """A fresh global-tree id for ``req_id`` (its old response and what the limit
+        requires evicted first); None when there is no global tree."""
+        if req_id in self._seq:
+            self.evict_cached_response(req_id)
+        if self.max_cached_requests == 0:
+            return None
+        while 0 < self.max_cached_requests <= len(self._lru):
+            self._evict_one()
+        seq = self._seq[req_id] = next(self._ids)
+        self._lru[req_id] = None
+        return seq
 
     def _evict_one(self) -> None:
         # Oldest finished response first; an active one only if all are active.

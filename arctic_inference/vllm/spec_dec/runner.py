@@ -9,8 +9,9 @@ buffers sized by ``num_speculative_tokens``) and then installs the
 :class:`~.proposer.ArcticProposer`; the patched ``propose_draft_token_ids``
 hands arctic steps to it. A suffix-decoding step whose batch has reached
 ``disable_by_batch_size`` makes no drafts; its cache catches up with those
-steps' tokens when drafting resumes (``suffix_follow.DeferredFollow``). Other methods, and engines without the arctic method in
-the same process, run vLLM's code unchanged.
+steps' tokens when drafting resumes (``suffix_follow.DeferredFollow``). Other
+methods, and engines without the arctic method in the same process, run vLLM's
+code unchanged.
 """
 
 from __future__ import annotations

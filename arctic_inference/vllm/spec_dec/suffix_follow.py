@@ -65,8 +65,12 @@ class DeferredFollow:
     def catch_up(self, input_batch: Any) -> set[str]:
         """Before a drafting step: the cache as eager following would have left it.
 
-        Returns the ids of requests that left the batch (their trees are stopped).
+        Returns the ids of the requests it stopped because they left the batch.
+        With nothing pending it does nothing: the drafting step itself stops the
+        requests that left, as it does without a cap.
         """
+        if not self.pending:
+            return set()
         gone = self._retire_departed(input_batch)
         for req_id, tokens in self.pending.items():
             follow_request(self.cache, input_batch, input_batch.req_id_to_index[req_id], tokens)
