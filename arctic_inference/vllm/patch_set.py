@@ -148,7 +148,7 @@ ENGINE_FEATURES: tuple[Feature, ...] = (
     Feature(
         name="arctic-speculative-config",
         summary='speculative_config method="arctic" (and its suffix hybrid, '
-        "disable_by_batch_size) accepted and validated by SpeculativeConfig",
+        "disable_by_batch_size, disable_by_cost) accepted and validated by SpeculativeConfig",
         patches=("arctic_inference.vllm.spec_dec.spec_config:SpeculativeConfigArcticPatch",),
         setup="arctic_inference.vllm.spec_dec.spec_config:extend_speculative_config",
     ),
@@ -225,7 +225,8 @@ WORKER_FEATURES: tuple[Feature, ...] = (
     Feature(
         name="arctic-proposer",
         summary='the arctic proposer drafts in GPUModelRunner for method="arctic" (and '
-        'hybrid); disable_by_batch_size for method="suffix"',
+        "hybrid), only while drafting pays (disable_by_cost); disable_by_batch_size for "
+        'method="suffix"',
         patches=("arctic_inference.vllm.spec_dec.runner:GPUModelRunnerArcticPatch",),
         enabled=_arctic_on,
     ),

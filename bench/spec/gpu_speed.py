@@ -22,6 +22,10 @@ default, which the plugin replaces by ``FULL`` for arctic and suffix engines
 (``arctic_inference/vllm/spec_dec/graph_mode.py``); the row measures that choice. Each
 phase records the graph mode the engine's model runner resolved.
 
+``arctic-mlp-always`` and ``hybrid-always`` are those engines without the cost rule
+(``disable_by_cost=False``: the speculator drafts every step it may), so each pair
+measures the rule; each phase records the share of steps the rule withheld drafts.
+
 ``none-sync`` is ``none`` with vLLM's asynchronous scheduling off. vLLM turns that
 scheduling off for every speculative method outside EAGLE/MTP/draft-model/n-gram
 on the GPU, so each speculating engine here runs without it; the row tells how much
@@ -92,6 +96,11 @@ def spec_configs(args) -> dict[str, dict | None]:
             "enable_suffix_decoding": True,
             "num_speculative_tokens": args.suffix_tokens,
         }
+    # The same speculators drafting every step, without the cost rule (disable_by_cost):
+    # the pair of rows measures that rule.
+    for name in ("arctic-mlp", "hybrid"):
+        if name in configs:
+            configs[f"{name}-always"] = dict(configs[name], disable_by_cost=False)
     for cfg in configs.values():
         if cfg is not None and args.disable_by_batch_size:
             cfg["disable_by_batch_size"] = args.disable_by_batch_size
@@ -182,10 +191,12 @@ def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> 
         delta = {k: after[k] - before[k] for k in after}
         calls = t_after.get("calls", 0) - t_before.get("calls", 0)
         secs = t_after.get("seconds", 0.0) - t_before.get("seconds", 0.0)
+        withheld = t_after.get("withheld", 0) - t_before.get("withheld", 0)
         print(json.dumps({
             "seconds": elapsed, "rounds": rounds, "tokens": generated,
             "tok_per_s": generated / elapsed,
             "propose_ms": 1000 * secs / calls if calls else None,
+            "withheld_share": withheld / calls if calls else None,
             "cudagraph_mode": llm.collective_rpc(_graph_mode)[0], **delta,
         }), flush=True)  # fmt: skip
 
@@ -202,6 +213,7 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
             drafted = sum(r["drafted"] for r in mine)
             accepted = sum(r["accepted"] for r in mine)
             ms = [r["propose_ms"] for r in mine if r["propose_ms"] is not None]
+            held = [r["withheld_share"] for r in mine if r.get("withheld_share") is not None]
             out[f"{wl}/{name}"] = {
                 "speedup_median": statistics.median(ratios),
                 "speedup_min": min(ratios),
@@ -210,6 +222,8 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
                 "accepted_per_step": 1 + accepted / drafts if drafts else None,
                 "draft_acceptance": accepted / drafted if drafted else None,
                 "propose_ms_median": statistics.median(ms) if ms else None,
+                # Share of proposer calls the cost rule kept from drafting.
+                "withheld_share_median": statistics.median(held) if held else None,
             }
     return out
 

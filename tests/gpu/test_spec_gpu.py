@@ -307,7 +307,8 @@ def test_the_proposer_reads_the_targets_state_for_the_sampled_token(cuda, tmp_pa
     speculator picks on the same states (its dtype, fused kernels and vLLM's loader).
     ``as-served`` is the engine-core layout with ``vllm serve``'s prefix caching on."""
     out = tmp_path / "features.json"
-    spec = _spec_config("arctic", tmp_path)
+    # Every step's draft is compared: the cost rule must not withhold any.
+    spec = dict(_spec_config("arctic", tmp_path), disable_by_cost=False)
     env = dict(os.environ, **ENV, VLLM_ALLOW_INSECURE_SERIALIZATION="1")
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if layout == "in-process" else "1"
     subprocess.run(

@@ -10,9 +10,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "spec"))
 import gpu_speed  # noqa: E402
 
 
-def _row(wl, config, rep, tps, drafts=0, drafted=0, accepted=0, ms=None):
+def _row(wl, config, rep, tps, drafts=0, drafted=0, accepted=0, ms=None, withheld=None):
     return dict(workload=wl, config=config, rep=rep, tok_per_s=tps, seconds=10.0 + rep,
-                drafts=drafts, drafted=drafted, accepted=accepted, propose_ms=ms)  # fmt: skip
+                drafts=drafts, drafted=drafted, accepted=accepted, propose_ms=ms,
+                withheld_share=withheld)  # fmt: skip
 
 
 def test_ratios_are_taken_per_repetition():
@@ -20,14 +21,21 @@ def test_ratios_are_taken_per_repetition():
     for wl in gpu_speed.WORKLOADS:
         rows += [_row(wl, "none", 0, 100), _row(wl, "none", 1, 200), _row(wl, "none", 2, 100)]
         rows += [
-            _row(wl, "arctic-mlp", 0, 300, drafts=10, drafted=30, accepted=15, ms=1.0),
-            _row(wl, "arctic-mlp", 1, 300, drafts=10, drafted=30, accepted=15, ms=3.0),
-            _row(wl, "arctic-mlp", 2, 250, drafts=20, drafted=60, accepted=30, ms=2.0),
+            _row(
+                wl, "arctic-mlp", 0, 300, drafts=10, drafted=30, accepted=15, ms=1.0, withheld=0.9
+            ),
+            _row(
+                wl, "arctic-mlp", 1, 300, drafts=10, drafted=30, accepted=15, ms=3.0, withheld=0.1
+            ),
+            _row(
+                wl, "arctic-mlp", 2, 250, drafts=20, drafted=60, accepted=30, ms=2.0, withheld=0.5
+            ),
         ]
     s = gpu_speed.summarise(rows, ["none", "arctic-mlp"])["one/arctic-mlp"]
     assert (s["speedup_median"], s["speedup_min"], s["speedup_max"]) == (2.5, 1.5, 3.0)
     assert s["accepted_per_step"] == 1 + 60 / 40 and s["draft_acceptance"] == 0.5
     assert s["propose_ms_median"] == 2.0 and s["phase_seconds_min"] == 10.0
+    assert s["withheld_share_median"] == 0.5
     assert gpu_speed.summarise(rows, ["none"])["batch32/none"]["accepted_per_step"] is None
 
 
@@ -37,8 +45,14 @@ def test_configs_offer_every_row_and_the_batch_cap():
 
     configs = gpu_speed.spec_configs(Args)
     assert list(configs) == [
-        "none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "suffix-piecewise", "hybrid"
+        "none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "suffix-piecewise", "hybrid",
+        "arctic-mlp-always", "hybrid-always",
     ]  # fmt: skip
+    # The cost rule's pairs: the same engine with the rule off, nothing else changed.
+    for name in ("arctic-mlp", "hybrid"):
+        always = dict(configs[f"{name}-always"])
+        assert always.pop("disable_by_cost") is False and always == configs[name]
+        assert "disable_by_cost" not in configs[name]
     assert configs["suffix-piecewise"] == configs["suffix"]
     assert configs["suffix-piecewise"] is not configs["suffix"]
     piecewise = {"compilation_config": {"cudagraph_mode": "FULL_AND_PIECEWISE"}}

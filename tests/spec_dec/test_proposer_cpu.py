@@ -207,6 +207,116 @@ def test_pick_source(score, length, expected, arctic_ok, source):
     assert pick_source(score, length, expected, arctic_ok) == source
 
 
+class _StepClock:
+    """The gate's clock: the test advances it by each simulated step's time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_cost_rule_stops_a_speculator_whose_drafts_all_fail(make_proposer, monkeypatch):
+    """Drafting steps take 30 % longer and no draft is accepted: after a few probe cycles
+    the proposer drafts only in the gate's probe steps, and counts the steps it held back."""
+    proposer = make_proposer(num_speculative_tokens=3)
+    assert proposer.gate is not None  # on unless disable_by_cost=False
+    clock = proposer.gate.clock = _StepClock()
+    runner = _batch(monkeypatch, {"r0": [1, 2, 3]})
+    drafted = []
+    for i in range(320):
+        if i and i % 80 == 0:  # one request at a time, each well inside the context
+            runner.remove(f"r{i // 80 - 1}")
+            runner.add(f"r{i // 80}", [1, 2, 3])
+            runner.batch.refresh_metadata()  # the runner's end of a step's state update
+        # Only the correction token comes back.
+        sampled = runner.step({f"r{i // 80}": [4 + i % 50]})
+        (draft,) = proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch)
+        drafted.append(bool(draft))
+        clock.now += 1.3 if draft else 1.0
+    late = drafted[128:]
+    assert sum(late) / len(late) <= 4 / 64 + 0.01
+    # At most the first cycle (64 steps: drafting until plain steps are measured) and
+    # four probe steps in each of the other four drafted.
+    assert proposer.timing["withheld"] == drafted.count(False) >= 320 - 64 - 4 * 4
+
+
+def test_without_the_cost_rule_the_speculator_drafts_every_step(make_proposer, monkeypatch):
+    proposer = make_proposer(num_speculative_tokens=3, disable_by_cost=False)
+    assert proposer.gate is None
+    runner = _batch(monkeypatch, {"a": [1, 2, 3]})
+    for i in range(80):
+        sampled = runner.step({"a": [4 + i % 50]})
+        (draft,) = proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch)
+        assert len(draft) == 3
+    assert proposer.timing["withheld"] == 0
+
+
+class _RankOfTwo:
+    """A TP group seen from one rank: ``broadcast`` delivers rank 0's flag. (The real
+    broadcast over two gloo ranks is ``test_tp_cpu.py``'s.)"""
+
+    world_size = 2
+
+    def __init__(self, rank: int, rank0_flag: int) -> None:
+        self.rank_in_group, self.rank0_flag, self.sent = rank, rank0_flag, []
+
+    def broadcast(self, flag, src=0):
+        self.sent.append(int(flag.item()))
+        flag.fill_(self.rank0_flag if self.rank_in_group != 0 else flag.item())
+        return flag
+
+
+def test_under_tensor_parallelism_rank_0s_gate_chooses_for_every_rank(make_proposer, monkeypatch):
+    proposer = make_proposer(num_speculative_tokens=3)
+    runner = _batch(monkeypatch, {"a": [1, 2, 3]})
+
+    def must_not_decide(*args):
+        raise AssertionError("a rank other than 0 consulted its own gate")
+
+    # Rank 1: its clock is not consulted, rank 0's "no" holds.
+    proposer._group = _RankOfTwo(rank=1, rank0_flag=0)
+    proposer.gate.decide = must_not_decide
+    sampled = runner.step({"a": [4]})
+    assert proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch) == [[]]
+    assert proposer.timing["withheld"] == 1
+    # Rank 0: its own gate decides (drafting, with nothing measured yet) and sends it.
+    del proposer.gate.decide
+    proposer._group = group = _RankOfTwo(rank=0, rank0_flag=0)
+    sampled = runner.step({"a": [5]})
+    (draft,) = proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch)
+    assert len(draft) == 3 and group.sent == [1]
+
+
+def _gate_preferring_plain_steps(proposer) -> None:
+    """Give the proposer's gate measured rates under which drafting is the slower choice."""
+    from arctic_inference.vllm.spec_dec.draft_gate import StepRate, batch_bucket
+
+    for size in (1, 2, 3):
+        for drafted, seconds in ((True, 1.5), (False, 1.0)):
+            rate = proposer.gate.rates[(batch_bucket(size), drafted)] = StepRate()
+            for _ in range(8):
+                rate.observe(1, seconds)
+
+
+def test_hybrid_under_the_cost_rule_keeps_suffix_drafts_and_drops_the_speculators(
+    make_proposer, monkeypatch
+):
+    proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
+    _gate_preferring_plain_steps(proposer)
+    calls = []
+    monkeypatch.setattr(proposer, "propose_arctic", lambda plan, *a: calls.append(plan) or {})
+    loop = [30, 31, 32, 33, 34, 35, 36, 37]
+    runner = _batch(monkeypatch, {"rep": loop * 4, "new": [90, 91, 92, 93]})
+    sampled = runner.step({"rep": [30], "new": [94]})
+    drafts = proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch)
+    assert drafts == [loop[1:] + [30], []]
+    # The speculator did not run: the gate emptied its plan.
+    assert calls == [] and proposer.timing["withheld"] == 1
+    assert proposer.hybrid.last_source == {"rep": "suffix", "new": "none"}
+
+
 def _bare_runner(drafter, spec_config, input_batch):
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 

@@ -71,6 +71,17 @@ def test_arctic_method_builds_the_draft_config(arctic_config, target_config, mlp
     assert cfg.num_speculative_tokens == 3  # n_predict of the checkpoint
     assert cfg.draft_model_config.architectures == ["ArcticMLPSpeculatorPreTrainedModel"]
     assert cfg.enable_suffix_decoding is False and cfg.disable_by_batch_size is None
+    assert cfg.disable_by_cost is None  # the cost rule is on unless set false
+
+
+def test_the_cost_rule_is_on_unless_set_false(arctic_config, target_config, mlp):
+    from arctic_inference.vllm.spec_dec.spec_config import gated_by_cost
+
+    def cfg(**extra):
+        return build(target_config, method="arctic", model=str(mlp), **extra)
+
+    assert gated_by_cost(cfg()) and gated_by_cost(cfg(disable_by_cost=True))
+    assert not gated_by_cost(cfg(disable_by_cost=False))
 
 
 def test_hybrid_fields_and_batch_cap(arctic_config, target_config, mlp):
@@ -109,12 +120,16 @@ def test_tied_speculator_drafts_more_than_n_predict(arctic_config, target_config
             dict(method="ngram", num_speculative_tokens=2, disable_by_batch_size=8),
             "disable_by_batch_size is honoured for method 'arctic' or 'suffix', not 'ngram'",
         ),
+        (
+            dict(method="suffix", num_speculative_tokens=4, disable_by_cost=False),
+            "disable_by_cost is the Arctic speculator's cost rule; method='suffix'",
+        ),
         (dict(method="arcitc"), "Input should be"),
         (dict(method="arctic", enable_suffix_decodin=True), "Unexpected keyword argument"),
     ],
 )
 def test_bad_arctic_options_are_refused(arctic_config, target_config, mlp, spec, needle):
-    if spec["method"] != "ngram":
+    if spec["method"] not in ("ngram", "suffix"):
         spec = {"model": str(mlp), **spec}
     with pytest.raises(Exception, match=needle):
         build(target_config, **spec)

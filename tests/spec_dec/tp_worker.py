@@ -40,6 +40,15 @@ def rank_main(rank: int, ckpt: str, port: int, seed: int, out: str) -> None:
     with torch.inference_mode():
         drafts = model.generate_proposals(ids, hidden, 3)
     shard = model.head[0].shard_indices
+    # The cost rule's choice must be the same on every rank: rank 0's, whatever the others'.
+    from vllm.distributed import get_tp_group
+
+    from arctic_inference.vllm.spec_dec.proposer import shared_choice
+
+    mine = [shared_choice(rank == 1, get_tp_group(), torch.device("cpu")),
+            shared_choice(rank == 0, get_tp_group(), torch.device("cpu"))]  # fmt: skip
+    choices: list = [None, None]
+    torch.distributed.all_gather_object(choices, mine)
     if rank == 0:
         Path(out).write_text(
             json.dumps(
@@ -49,6 +58,7 @@ def rank_main(rank: int, ckpt: str, port: int, seed: int, out: str) -> None:
                     "all_loaded": loaded == set(dict(model.named_parameters())),
                     "rows": model.head[0].weight.shape[0],
                     "shard": [shard.org_vocab_start_index, shard.org_vocab_end_index],
+                    "choices": choices,
                 }
             )
         )

@@ -12,6 +12,9 @@ step and the hidden states of the rows that sampled them. Per request:
   the engine uses CUDA graphs (:mod:`.graphs`);
 * with ``disable_by_batch_size`` set, a step with that many requests or more
   gets no drafts at all (verification would cost more than it saves);
+* under the cost rule (``disable_by_cost``, on unless set false) the
+  speculator drafts only while its drafting steps yield more tokens per second
+  than plain steps, measured per batch-size bucket (:mod:`.draft_gate`);
 * in hybrid mode the suffix cache drafts first, each request takes the draft
   that promises more accepted tokens, and the speculator runs only for the
   requests that take its draft (:mod:`.hybrid`).
@@ -31,9 +34,11 @@ import numpy as np
 import torch
 from vllm.logger import init_logger
 
+from arctic_inference.vllm.spec_dec.draft_gate import DraftGate
 from arctic_inference.vllm.spec_dec.graphs import GraphedProposals, graphs_wanted
 from arctic_inference.vllm.spec_dec.spec_config import (
     arctic_draft_tokens,
+    gated_by_cost,
     is_hybrid,
     over_batch_cap,
 )
@@ -57,6 +62,12 @@ def last_sampled_rows(
         rows.append(offset + max(len(tokens), 1) - 1)
         offset += n_rows
     return rows
+
+
+def shared_choice(choice: bool, group: Any, device: torch.device) -> bool:
+    """Rank 0's ``choice`` on every rank of ``group`` (a vLLM ``GroupCoordinator``)."""
+    flag = torch.tensor([int(choice)], dtype=torch.int32, device=device)
+    return bool(group.broadcast(flag, src=0).item())
 
 
 @dataclasses.dataclass
@@ -110,8 +121,11 @@ class ArcticProposer:
         self.disable_by_batch_size = getattr(self.speculative_config, "disable_by_batch_size", None)
         self.max_model_len = vllm_config.model_config.max_model_len
         self.model: torch.nn.Module | None = None
-        # Wall time of propose() (drafts end on the host, so GPU work is included).
-        self.timing = {"calls": 0, "seconds": 0.0}
+        # Wall time of propose() (drafts end on the host, so GPU work is included), and
+        # the steps the cost rule kept the speculator from drafting.
+        self.timing = {"calls": 0, "seconds": 0.0, "withheld": 0}
+        self.gate = DraftGate() if gated_by_cost(self.speculative_config) else None
+        self._group: Any = False  # the TP group, looked up on first use (see _tp_group)
         self.hybrid = None
         if is_hybrid(self.speculative_config):
             from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter
@@ -188,6 +202,40 @@ class ArcticProposer:
             self.timing["calls"] += 1
             self.timing["seconds"] += time.perf_counter() - start
 
+    def _gate_allows(self, sampled_token_ids: Sequence[Sequence[int]]) -> bool:
+        """The cost rule's choice for this step (always yes without it)."""
+        if self.gate is None:
+            return True
+        batch = len(sampled_token_ids)
+        if over_batch_cap(self.disable_by_batch_size, batch):
+            self.gate.pause()  # the cap decides; its steps measure neither choice
+            return True
+        group = self._tp_group()
+        if group is None:
+            allowed = self.gate.decide(sum(len(t) for t in sampled_token_ids), batch)
+        else:
+            # Every rank runs the sharded speculator's collectives, so all must make the
+            # same choice; their clocks differ, so rank 0's gate chooses for the group.
+            mine = group.rank_in_group != 0 or self.gate.decide(
+                sum(len(t) for t in sampled_token_ids), batch
+            )
+            allowed = shared_choice(mine, group, self.device)
+        if not allowed:
+            self.timing["withheld"] += 1
+        return allowed
+
+    def _tp_group(self) -> Any:
+        """The speculator's tensor-parallel group when it has several ranks, else None."""
+        if self._group is False:
+            from vllm.distributed import get_tp_group
+
+            try:
+                group = get_tp_group()
+            except AssertionError:  # no model-parallel state: a single process
+                group = None
+            self._group = group if group is not None and group.world_size > 1 else None
+        return self._group
+
     def _propose(self, sampled_token_ids, sample_hidden_states, spec_decode_metadata, input_batch):
         num_draft = None if spec_decode_metadata is None else spec_decode_metadata.num_draft_tokens
         num_tokens = np.asarray(input_batch.num_tokens_no_spec[: len(sampled_token_ids)])
@@ -198,6 +246,8 @@ class ArcticProposer:
             self.num_draft_tokens,
             self.disable_by_batch_size,
         )
+        if not self._gate_allows(sampled_token_ids):
+            plan = DraftPlan([], [])
         if self.hybrid is None:
             arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
             return [arctic.get(i, []) for i in range(len(sampled_token_ids))]

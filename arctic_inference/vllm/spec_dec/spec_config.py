@@ -4,9 +4,11 @@ vLLM's ``SpeculativeConfig`` is a pydantic dataclass whose ``method`` is a
 ``Literal`` and which forbids unknown fields, so two things are needed:
 
 * :func:`extend_speculative_config` (the feature's setup) adds ``"arctic"`` to
-  the method literal and two fields, ``enable_suffix_decoding`` (the hybrid
-  with suffix decoding) and ``disable_by_batch_size`` (no drafts once a step
-  has that many requests; arctic and suffix only), then rebuilds the pydantic
+  the method literal and three fields, ``enable_suffix_decoding`` (the hybrid
+  with suffix decoding), ``disable_by_batch_size`` (no drafts once a step
+  has that many requests; arctic and suffix only) and ``disable_by_cost``
+  (arctic only, on unless set false: the speculator drafts only while that
+  measurably raises throughput, :mod:`.draft_gate`), then rebuilds the pydantic
   validator, so both ``LLM(speculative_config=...)`` and ``vllm serve
   --speculative-config`` accept them and still refuse misspellings.
 * :class:`SpeculativeConfigArcticPatch` validates an arctic config. The
@@ -41,6 +43,8 @@ BATCH_LIMITED_METHODS = (ARCTIC_METHOD, SUFFIX_METHOD)
 EXTRA_FIELDS: dict[str, tuple[object, object]] = {
     "enable_suffix_decoding": (bool, False),
     "disable_by_batch_size": (int | None, None),
+    # None: the method's default (on for arctic); only arctic may set it.
+    "disable_by_cost": (bool | None, None),
 }
 
 
@@ -114,7 +118,14 @@ class SpeculativeConfigArcticPatch(ArcticPatch[SpeculativeConfig]):
                 f"speculative_config: disable_by_batch_size={limit!r} must be a positive "
                 "integer (the batch size from which no drafts are made)."
             )
+        by_cost = getattr(self, "disable_by_cost", None)
         if self.method != ARCTIC_METHOD:
+            if by_cost is not None:
+                raise ValueError(
+                    f"speculative_config: disable_by_cost is the Arctic speculator's cost "
+                    f"rule; method={self.method!r} does not use it. Remove it or set "
+                    "method='arctic'."
+                )
             if limit is not None and self.method not in BATCH_LIMITED_METHODS:
                 raise ValueError(
                     f"speculative_config: disable_by_batch_size is honoured for method "
@@ -194,6 +205,12 @@ def arctic_draft_tokens(cfg: SpeculativeConfig) -> int:
         k = min(k, spec.n_predict)
     limit = spec.max_heads()
     return k if limit is None else min(k, limit)
+
+
+def gated_by_cost(cfg: SpeculativeConfig) -> bool:
+    """Whether the speculator drafts only while drafting pays (``disable_by_cost``,
+    on unless set false)."""
+    return getattr(cfg, "disable_by_cost", None) is not False
 
 
 def uses_arctic(cfg: SpeculativeConfig | None) -> bool:

@@ -1,0 +1,173 @@
+"""The speculator's cost rule (``spec_dec/draft_gate.py``) in simulated engines.
+
+Each simulation is an engine whose steps take a known time and yield a known
+number of tokens, with and without drafts, driven through the gate with a fake
+clock: the gate must settle on the faster choice, keep only its probe share of
+the other, follow a change of regime, keep batch sizes apart, and not be
+misled by idle gaps.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from arctic_inference.vllm.spec_dec.draft_gate import DraftGate, StepRate, batch_bucket
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def simulate(
+    gate: DraftGate,
+    clock: Clock,
+    steps: int,
+    step: Callable[[int, bool], tuple[float, int]],
+    batch: Callable[[int], int] = lambda i: 1,
+) -> list[tuple[int, bool]]:
+    """Run ``steps`` steps: ``step(i, drafted)`` gives (seconds, tokens) of the step
+    the decision shaped. Returns (batch size, drafted) per step."""
+    decisions = []
+    tokens = 0
+    for i in range(steps):
+        size = batch(i)
+        drafted = gate.decide(tokens, size)
+        decisions.append((size, drafted))
+        seconds, tokens = step(i, drafted)
+        clock.now += seconds
+    return decisions
+
+
+def engine(
+    draft_seconds: float, draft_tokens: float, rng: random.Random, jitter: float = 0.1
+) -> Callable[[int, bool], tuple[float, int]]:
+    """A plain step takes 1 s (±jitter) and yields 1 token; a drafting step takes
+    ``draft_seconds`` and yields 1 token plus, on average, ``draft_tokens - 1``."""
+
+    def step(i: int, drafted: bool) -> tuple[float, int]:
+        noise = 1 + rng.uniform(-jitter, jitter)
+        if not drafted:
+            return noise, 1
+        extra = draft_tokens - 1
+        accepted = int(extra) + (rng.random() < extra - int(extra))
+        return draft_seconds * noise, 1 + accepted
+
+    return step
+
+
+def drafted_share(decisions: list[tuple[int, bool]], size: int | None = None) -> float:
+    mine = [d for s, d in decisions if size is None or s == size]
+    assert mine, "no steps of that batch size"
+    return sum(mine) / len(mine)
+
+
+def test_drafting_that_pays_keeps_drafting_but_for_the_probes():
+    clock = Clock()
+    gate = DraftGate(clock=clock)
+    # x1.9 the tokens for x1.2 the time: drafting is worth x1.6.
+    decisions = simulate(gate, clock, 640, engine(1.2, 1.9, random.Random(0)))
+    share = drafted_share(decisions[64:])
+    assert 0.9 <= share <= 1 - 4 / 64 + 0.01
+
+
+def test_drafting_that_fails_stops_but_for_the_probes():
+    clock = Clock()
+    gate = DraftGate(clock=clock)
+    # 2 % of three drafted tokens accepted for 30 % more time: the small-llama case.
+    decisions = simulate(gate, clock, 640, engine(1.3, 1.06, random.Random(1)))
+    assert drafted_share(decisions[128:]) <= 4 / 64 + 0.01
+
+
+def test_the_gate_follows_a_change_of_regime_both_ways():
+    clock = Clock()
+    gate = DraftGate(clock=clock)
+    rng = random.Random(2)
+    paying, failing = engine(1.2, 2.5, rng), engine(1.3, 1.0, rng)
+
+    def step(i, drafted):
+        return (failing if 320 <= i < 640 else paying)(i, drafted)
+
+    decisions = simulate(gate, clock, 960, step)
+    assert drafted_share(decisions[100:320]) >= 0.9
+    # Within three probe cycles of the change the gate stops, and resumes after it.
+    assert drafted_share(decisions[320 + 192 : 640]) <= 4 / 64 + 0.01
+    assert drafted_share(decisions[640 + 192 :]) >= 0.9
+
+
+def test_batch_sizes_are_judged_apart():
+    clock = Clock()
+    gate = DraftGate(clock=clock)
+    rng = random.Random(3)
+    small, large = engine(1.2, 2.5, rng), engine(1.5, 1.2, rng)
+    sizes = [1 if rng.random() < 0.5 else 16 for _ in range(2000)]
+
+    def step(i, drafted):
+        return (small if sizes[i] == 1 else large)(i, drafted)
+
+    decisions = simulate(gate, clock, 2000, step, batch=lambda i: sizes[i])
+    assert drafted_share(decisions[400:], size=1) >= 0.85
+    assert drafted_share(decisions[400:], size=16) <= 0.15
+
+
+def test_idle_gaps_do_not_count_against_the_choice_they_follow():
+    """One request at a time, the engine idles between requests; when those gaps fall on
+    plain steps, counting them would make plain steps look slow and keep a failing
+    speculator drafting."""
+    clock = Clock()
+    gate = DraftGate(clock=clock)
+    base = engine(1.3, 1.0, random.Random(4))
+    plain_steps = 0
+
+    def step(i, drafted):
+        nonlocal plain_steps
+        seconds, tokens = base(i, drafted)
+        if not drafted:
+            plain_steps += 1
+            if plain_steps % 8 == 0:
+                seconds += 50.0  # the next request arrives
+        return seconds, tokens
+
+    decisions = simulate(gate, clock, 960, step)
+    assert drafted_share(decisions[192:]) <= 4 / 64 + 0.01
+
+
+def test_paused_steps_are_not_measured():
+    """A step over the batch cap makes no drafts whatever the gate says; its time must
+    not be booked to the choice taken before it."""
+    clock = Clock()
+    gate = DraftGate(clock=clock)
+    gate.decide(0, 1)
+    gate.pause()
+    clock.now += 100.0
+    gate.decide(1, 1)
+    assert gate.rates == {}
+    clock.now += 1.0
+    gate.decide(3, 1)
+    assert gate.rates[(batch_bucket(1), True)].per_second == pytest.approx(3.0)
+
+
+def test_step_rate_leaves_out_steps_far_above_the_median():
+    rate = StepRate(window=4)
+    for seconds in (1.0, 1.0, 1.0, 40.0, 1.0):  # the first falls out of the window
+        rate.observe(2, seconds)
+    assert rate.observed == 4 and rate.per_second == pytest.approx(2.0)
+
+
+def test_batch_buckets_are_1_2_3to4_5to8_and_so_on():
+    sizes = (1, 2, 3, 4, 5, 8, 9, 16, 17, 32)
+    groups: dict[int, list[int]] = {}
+    for n in sizes:
+        groups.setdefault(batch_bucket(n), []).append(n)
+    assert list(groups.values()) == [[1], [2], [3, 4], [5, 8], [9, 16], [17, 32]]
+
+
+def test_probe_share_must_leave_room_for_the_preferred_choice():
+    with pytest.raises(ValueError, match="probe_steps"):
+        DraftGate(probe_every=4, probe_steps=4)
