@@ -17,6 +17,17 @@ HIDDEN = 64
 VOCAB = 300
 
 
+class ManualClock:
+    """A clock that moves only when a test sets ``now``: timed code sees the times the
+    test chose."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def make_spec_ckpt(root: Path, name: str, kind: str = "mlp", **fields) -> Path:
     """A random speculator for a 64-wide, 300-token Llama; ``fields`` override the config."""
     from arctic_inference.vllm.spec_dec import make_checkpoint as mc

@@ -9,6 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "spec"))
 import gpu_speed  # noqa: E402
 
+from tests.spec_dec.conftest import ManualClock  # noqa: E402
+
 
 def _row(wl, config, rep, tps, drafts=0, drafted=0, accepted=0, ms=None, withheld=None):
     return dict(workload=wl, config=config, rep=rep, tok_per_s=tps, seconds=10.0 + rep,
@@ -148,17 +150,7 @@ def test_no_earlier_run_means_every_repetition(tmp_path):
     assert gpu_speed.earlier_rows(tmp_path / "none.json", {}, ["none"]) == []
 
 
-class _Clock:
-    """A clock each timed phase moves on by its ``min_seconds`` (startup costs 5 s)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _fake_engines(clock: _Clock, started: list[str], argvs: list[list[str]]):
+def _fake_engines(clock: ManualClock, started: list[str], argvs: list[list[str]]):
     class FakeEngine:
         def __init__(self, name, argv, log):
             started.append(name)
@@ -185,7 +177,7 @@ def _fake_engines(clock: _Clock, started: list[str], argvs: list[list[str]]):
 def test_a_budget_stops_before_a_repetition_and_the_same_command_resumes(
     tmp_path, monkeypatch, capsys
 ):
-    clock, started, argvs = _Clock(), [], []
+    clock, started, argvs = ManualClock(), [], []  # phases move it by min_seconds
     monkeypatch.setattr(gpu_speed, "EngineProcess", _fake_engines(clock, started, argvs))
     monkeypatch.setattr(gpu_speed.time, "perf_counter", clock)
     out = tmp_path / "run.json"

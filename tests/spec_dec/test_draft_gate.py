@@ -15,19 +15,12 @@ from collections.abc import Callable
 import pytest
 
 from arctic_inference.vllm.spec_dec.draft_gate import DraftGate, StepRate, batch_bucket
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.spec_dec.conftest import ManualClock
 
 
 def simulate(
     gate: DraftGate,
-    clock: Clock,
+    clock: ManualClock,
     steps: int,
     step: Callable[[int, bool], tuple[float, int]],
     batch: Callable[[int], int] = lambda i: 1,
@@ -69,7 +62,7 @@ def drafted_share(decisions: list[tuple[int, bool]], size: int | None = None) ->
 
 
 def test_drafting_that_pays_keeps_drafting_but_for_the_probes():
-    clock = Clock()
+    clock = ManualClock()
     gate = DraftGate(clock=clock)
     # x1.9 the tokens for x1.2 the time: drafting is worth x1.6.
     decisions = simulate(gate, clock, 640, engine(1.2, 1.9, random.Random(0)))
@@ -78,7 +71,7 @@ def test_drafting_that_pays_keeps_drafting_but_for_the_probes():
 
 
 def test_drafting_that_fails_stops_but_for_the_probes():
-    clock = Clock()
+    clock = ManualClock()
     gate = DraftGate(clock=clock)
     # 2 % of three drafted tokens accepted for 30 % more time: the small-llama case.
     decisions = simulate(gate, clock, 640, engine(1.3, 1.06, random.Random(1)))
@@ -86,7 +79,7 @@ def test_drafting_that_fails_stops_but_for_the_probes():
 
 
 def test_the_gate_follows_a_change_of_regime_both_ways():
-    clock = Clock()
+    clock = ManualClock()
     gate = DraftGate(clock=clock)
     rng = random.Random(2)
     paying, failing = engine(1.2, 2.5, rng), engine(1.3, 1.0, rng)
@@ -102,7 +95,7 @@ def test_the_gate_follows_a_change_of_regime_both_ways():
 
 
 def test_batch_sizes_are_judged_apart():
-    clock = Clock()
+    clock = ManualClock()
     gate = DraftGate(clock=clock)
     rng = random.Random(3)
     small, large = engine(1.2, 2.5, rng), engine(1.5, 1.2, rng)
@@ -120,7 +113,7 @@ def test_idle_gaps_do_not_count_against_the_choice_they_follow():
     """One request at a time, the engine idles between requests; when those gaps fall on
     plain steps, counting them would make plain steps look slow and keep a failing
     speculator drafting."""
-    clock = Clock()
+    clock = ManualClock()
     gate = DraftGate(clock=clock)
     base = engine(1.3, 1.0, random.Random(4))
     plain_steps = 0
@@ -141,7 +134,7 @@ def test_idle_gaps_do_not_count_against_the_choice_they_follow():
 def test_paused_steps_are_not_measured():
     """A step over the batch cap makes no drafts whatever the gate says; its time must
     not be booked to the choice taken before it."""
-    clock = Clock()
+    clock = ManualClock()
     gate = DraftGate(clock=clock)
     gate.decide(0, 1)
     gate.pause()

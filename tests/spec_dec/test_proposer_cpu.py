@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.spec_dec.conftest import HIDDEN, VOCAB, make_spec_ckpt
+from tests.spec_dec.conftest import HIDDEN, VOCAB, ManualClock, make_spec_ckpt
 from tests.spec_dec.test_spec_config import target, target_config  # noqa: F401 (fixtures)
 from tests.suffix.test_vllm_proposer import Runner
 
@@ -207,22 +207,12 @@ def test_pick_source(score, length, expected, arctic_ok, source):
     assert pick_source(score, length, expected, arctic_ok) == source
 
 
-class _StepClock:
-    """The gate's clock: the test advances it by each simulated step's time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_cost_rule_stops_a_speculator_whose_drafts_all_fail(make_proposer, monkeypatch):
     """Drafting steps take 30 % longer and no draft is accepted: after a few probe cycles
     the proposer drafts only in the gate's probe steps, and counts the steps it held back."""
     proposer = make_proposer(num_speculative_tokens=3)
     assert proposer.gate is not None  # on unless disable_by_cost=False
-    clock = proposer.gate.clock = _StepClock()
+    clock = proposer.gate.clock = ManualClock()  # moved by each step's time
     runner = _batch(monkeypatch, {"r0": [1, 2, 3]})
     drafted = []
     for i in range(320):
@@ -276,14 +266,14 @@ def test_under_tensor_parallelism_rank_0s_gate_chooses_for_every_rank(make_propo
         raise AssertionError("a rank other than 0 consulted its own gate")
 
     # Rank 1: its clock is not consulted, rank 0's "no" holds.
-    proposer._group = _RankOfTwo(rank=1, rank0_flag=0)
+    proposer.tp_group = _RankOfTwo(rank=1, rank0_flag=0)
     proposer.gate.decide = must_not_decide
     sampled = runner.step({"a": [4]})
     assert proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch) == [[]]
     assert proposer.timing["withheld"] == 1
     # Rank 0: its own gate decides (drafting, with nothing measured yet) and sends it.
     del proposer.gate.decide
-    proposer._group = group = _RankOfTwo(rank=0, rank0_flag=0)
+    proposer.tp_group = group = _RankOfTwo(rank=0, rank0_flag=0)
     sampled = runner.step({"a": [5]})
     (draft,) = proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch)
     assert len(draft) == 3 and group.sent == [1]

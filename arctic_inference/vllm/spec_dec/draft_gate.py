@@ -6,9 +6,10 @@ to predict (a random-weight model, text it was not trained on) every draft
 fails and each step is slower than a plain decode step: one request at a time,
 2 % of drafted tokens accepted made the MLP speculator x0.74 of no speculation
 on small-llama. With this rule the same engine ran x1.15 faster than drafting
-every step, side by side (``bench/spec/RESULTS.md``, eighth session). Acceptance alone cannot say where
-the break-even lies, since the cost of a draft depends on the model, the GPU,
-the batch and the graph mode; so the gate measures both sides.
+every step, side by side (``bench/spec/RESULTS.md``, eighth session).
+Acceptance alone cannot say where the break-even lies, since the cost of a
+draft depends on the model, the GPU, the batch and the graph mode; so the
+gate measures both sides.
 
 At each step the gate notes how many tokens the batch sampled and how long the
 step took (from one ``propose`` call to the next: the proposal, scheduling,

@@ -26,6 +26,7 @@ hands to the scheduler for suffix decoding too.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -125,7 +126,6 @@ class ArcticProposer:
         # the steps the cost rule kept the speculator from drafting.
         self.timing = {"calls": 0, "seconds": 0.0, "withheld": 0}
         self.gate = DraftGate() if gated_by_cost(self.speculative_config) else None
-        self._group: Any = False  # the TP group, looked up on first use (see _tp_group)
         self.hybrid = None
         if is_hybrid(self.speculative_config):
             from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter
@@ -202,39 +202,36 @@ class ArcticProposer:
             self.timing["calls"] += 1
             self.timing["seconds"] += time.perf_counter() - start
 
-    def _gate_allows(self, sampled_token_ids: Sequence[Sequence[int]]) -> bool:
+    def _gate_allows(self, sampled_token_ids: Sequence[Sequence[int]], capped: bool) -> bool:
         """The cost rule's choice for this step (always yes without it)."""
         if self.gate is None:
             return True
-        batch = len(sampled_token_ids)
-        if over_batch_cap(self.disable_by_batch_size, batch):
+        if capped:
             self.gate.pause()  # the cap decides; its steps measure neither choice
             return True
-        group = self._tp_group()
+        batch, tokens = len(sampled_token_ids), sum(len(t) for t in sampled_token_ids)
+        group = self.tp_group
         if group is None:
-            allowed = self.gate.decide(sum(len(t) for t in sampled_token_ids), batch)
+            allowed = self.gate.decide(tokens, batch)
         else:
             # Every rank runs the sharded speculator's collectives, so all must make the
             # same choice; their clocks differ, so rank 0's gate chooses for the group.
-            mine = group.rank_in_group != 0 or self.gate.decide(
-                sum(len(t) for t in sampled_token_ids), batch
-            )
+            mine = group.rank_in_group != 0 or self.gate.decide(tokens, batch)
             allowed = shared_choice(mine, group, self.device)
         if not allowed:
             self.timing["withheld"] += 1
         return allowed
 
-    def _tp_group(self) -> Any:
+    @functools.cached_property
+    def tp_group(self) -> Any:
         """The speculator's tensor-parallel group when it has several ranks, else None."""
-        if self._group is False:
-            from vllm.distributed import get_tp_group
+        from vllm.distributed import get_tp_group
 
-            try:
-                group = get_tp_group()
-            except AssertionError:  # no model-parallel state: a single process
-                group = None
-            self._group = group if group is not None and group.world_size > 1 else None
-        return self._group
+        try:
+            group = get_tp_group()
+        except AssertionError:  # no model-parallel state: a single process
+            return None
+        return group if group.world_size > 1 else None
 
     def _propose(self, sampled_token_ids, sample_hidden_states, spec_decode_metadata, input_batch):
         num_draft = None if spec_decode_metadata is None else spec_decode_metadata.num_draft_tokens
@@ -246,7 +243,8 @@ class ArcticProposer:
             self.num_draft_tokens,
             self.disable_by_batch_size,
         )
-        if not self._gate_allows(sampled_token_ids):
+        capped = over_batch_cap(self.disable_by_batch_size, len(sampled_token_ids))
+        if not self._gate_allows(sampled_token_ids, capped):
             plan = DraftPlan([], [])
         if self.hybrid is None:
             arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
@@ -257,7 +255,6 @@ class ArcticProposer:
                 plan.only(rows), sampled_token_ids, sample_hidden_states, num_draft
             )
 
-        drafting = not over_batch_cap(self.disable_by_batch_size, len(sampled_token_ids))
         return self.hybrid.combine(
             input_batch,
             sampled_token_ids,
@@ -265,5 +262,5 @@ class ArcticProposer:
             set(plan.rows),
             arctic_for,
             self.num_speculative_tokens,
-            drafting,
+            not capped,
         )
