@@ -41,9 +41,30 @@ def test_ratios_are_taken_within_each_repetition():
     )
     assert "cascade" not in entry and "cascade_vs_flash" not in entry
     assert (
-        "| noshare | 100 (90-110) | - | 121 (108-150) | - | x1.20 (1.10-1.50) | 4, 10.5 s | 0, 0, 21 |"
+        "| noshare | 100 (90-110) | - | 121 (108-150) | - | x1.20 (1.10-1.50) | - | 4, 10.5 s | 0, 0, 21 |"
         in forest_speed.markdown(summary)
     )
+
+
+def test_forest_is_set_against_vllms_cascade_within_each_repetition():
+    """The one-prefix target is forest >= cascade: its ratio, like the others, is taken
+    per repetition. Here the ratio of the medians (130 / 100 = 1.3) is not the median of
+    the per-repetition ratios (1.6, 1.0, 1.4), so a report that divided medians fails."""
+    runs = [
+        _run(0, "flash", 200.0),
+        _run(0, "cascade", 100.0),
+        _run(0, "forest", 160.0),
+        _run(1, "flash", 200.0),
+        _run(1, "cascade", 130.0),
+        _run(1, "forest", 130.0),
+        _run(2, "flash", 200.0),
+        _run(2, "cascade", 90.0),
+        _run(2, "forest", 126.0),
+    ]
+    summary = forest_speed.summarize({"sysprompt": {"rounds": 3, "runs": runs}}, {}, model="unused")
+    ratio = summary["workloads"]["sysprompt"]["forest_vs_cascade"]
+    assert (ratio["median"], ratio["min"], ratio["max"]) == pytest.approx((1.4, 1.0, 1.6))
+    assert "| x0.65 (0.63-0.80) | x1.40 (1.00-1.60) |" in forest_speed.markdown(summary)
 
 
 def test_forest_reads_each_prompt_once_per_group(tmp_path):
