@@ -24,7 +24,9 @@ phase records the graph mode the engine's model runner resolved.
 
 ``arctic-mlp-always`` and ``hybrid-always`` are those engines without the cost rule
 (``disable_by_cost=False``: the speculator drafts every step it may), so each pair
-measures the rule; each phase records the share of steps the rule withheld drafts.
+measures the rule; each phase records the share of steps the rule withheld the
+speculator's drafts, and the share where it withheld every draft (in hybrid, suffix
+drafts too).
 
 ``none-sync`` is ``none`` with vLLM's asynchronous scheduling off. vLLM turns that
 scheduling off for every speculative method outside EAGLE/MTP/draft-model/n-gram
@@ -192,11 +194,13 @@ def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> 
         calls = t_after.get("calls", 0) - t_before.get("calls", 0)
         secs = t_after.get("seconds", 0.0) - t_before.get("seconds", 0.0)
         withheld = t_after.get("withheld", 0) - t_before.get("withheld", 0)
+        undrafted = t_after.get("undrafted", 0) - t_before.get("undrafted", 0)
         print(json.dumps({
             "seconds": elapsed, "rounds": rounds, "tokens": generated,
             "tok_per_s": generated / elapsed,
             "propose_ms": 1000 * secs / calls if calls else None,
             "withheld_share": withheld / calls if calls else None,
+            "undrafted_share": undrafted / calls if calls else None,
             "cudagraph_mode": llm.collective_rpc(_graph_mode)[0], **delta,
         }), flush=True)  # fmt: skip
 
@@ -214,6 +218,7 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
             accepted = sum(r["accepted"] for r in mine)
             ms = [r["propose_ms"] for r in mine if r["propose_ms"] is not None]
             held = [r["withheld_share"] for r in mine if r.get("withheld_share") is not None]
+            bare = [r["undrafted_share"] for r in mine if r.get("undrafted_share") is not None]
             out[f"{wl}/{name}"] = {
                 "speedup_median": statistics.median(ratios),
                 "speedup_min": min(ratios),
@@ -222,8 +227,10 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
                 "accepted_per_step": 1 + accepted / drafts if drafts else None,
                 "draft_acceptance": accepted / drafted if drafted else None,
                 "propose_ms_median": statistics.median(ms) if ms else None,
-                # Share of proposer calls the cost rule kept from drafting.
+                # Share of proposer calls the cost rule kept the speculator from drafting,
+                # and (hybrid) kept every draft back, suffix drafts too.
                 "withheld_share_median": statistics.median(held) if held else None,
+                "undrafted_share_median": statistics.median(bare) if bare else None,
             }
     return out
 

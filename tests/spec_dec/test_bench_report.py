@@ -15,7 +15,8 @@ from tests.spec_dec.conftest import ManualClock  # noqa: E402
 def _row(wl, config, rep, tps, drafts=0, drafted=0, accepted=0, ms=None, withheld=None):
     return dict(workload=wl, config=config, rep=rep, tok_per_s=tps, seconds=10.0 + rep,
                 drafts=drafts, drafted=drafted, accepted=accepted, propose_ms=ms,
-                withheld_share=withheld)  # fmt: skip
+                withheld_share=withheld,
+                undrafted_share=None if withheld is None else withheld / 2)  # fmt: skip
 
 
 def test_ratios_are_taken_per_repetition():
@@ -37,7 +38,7 @@ def test_ratios_are_taken_per_repetition():
     assert (s["speedup_median"], s["speedup_min"], s["speedup_max"]) == (2.5, 1.5, 3.0)
     assert s["accepted_per_step"] == 1 + 60 / 40 and s["draft_acceptance"] == 0.5
     assert s["propose_ms_median"] == 2.0 and s["phase_seconds_min"] == 10.0
-    assert s["withheld_share_median"] == 0.5
+    assert s["withheld_share_median"] == 0.5 and s["undrafted_share_median"] == 0.25
     assert gpu_speed.summarise(rows, ["none"])["batch32/none"]["accepted_per_step"] is None
 
 

@@ -4,7 +4,8 @@ Each simulation is an engine whose steps take a known time and yield a known
 number of tokens, with and without drafts, driven through the gate with a fake
 clock: the gate must settle on the faster choice, keep only its probe share of
 the other, follow a change of regime, keep batch sizes apart, and not be
-misled by idle gaps.
+misled by idle gaps; with hybrid's three choices it must settle on the fastest
+and probe the other two in turn.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def simulate(
     tokens = 0
     for i in range(steps):
         size = batch(i)
-        drafted = gate.decide(tokens, size)
+        drafted = gate.choose(tokens, size) == 0
         decisions.append((size, drafted))
         seconds, tokens = step(i, drafted)
         clock.now += seconds
@@ -136,14 +137,15 @@ def test_paused_steps_are_not_measured():
     not be booked to the choice taken before it."""
     clock = ManualClock()
     gate = DraftGate(clock=clock)
-    gate.decide(0, 1)
+    assert gate.choose(0, 1) == 0
     gate.pause()
     clock.now += 100.0
-    gate.decide(1, 1)
+    assert gate.choose(1, 1) == 0
     assert gate.rates == {}
     clock.now += 1.0
-    gate.decide(3, 1)
-    assert gate.rates[(batch_bucket(1), True)].per_second == pytest.approx(3.0)
+    gate.choose(3, 1)
+    assert list(gate.rates) == [(batch_bucket(1), 0)]
+    assert gate.rates[(batch_bucket(1), 0)].per_second == pytest.approx(3.0)
 
 
 def test_step_rate_leaves_out_steps_far_above_the_median():
@@ -164,3 +166,66 @@ def test_batch_buckets_are_1_2_3to4_5to8_and_so_on():
 def test_probe_share_must_leave_room_for_the_preferred_choice():
     with pytest.raises(ValueError, match="probe_steps"):
         DraftGate(probe_every=4, probe_steps=4)
+    DraftGate(choices=2, probe_every=8, probe_steps=4)  # four steps left
+    with pytest.raises(ValueError, match="probe_steps"):  # 2 x 4 probe steps fill all 8
+        DraftGate(choices=3, probe_every=8, probe_steps=4)
+    with pytest.raises(ValueError, match="two choices"):
+        DraftGate(choices=1)
+
+
+def three_way_engine(
+    seconds: tuple[float, float, float], tokens: tuple[float, float, float], rng: random.Random
+) -> Callable[[int, int], tuple[float, int]]:
+    """Hybrid's choices as an engine: per choice (speculator and suffix, suffix alone,
+    nothing) the step's seconds (±10 %) and mean tokens."""
+
+    def step(i: int, choice: int) -> tuple[float, int]:
+        mean = tokens[choice]
+        return seconds[choice] * (1 + rng.uniform(-0.1, 0.1)), int(mean) + (
+            rng.random() < mean - int(mean)
+        )
+
+    return step
+
+
+def simulate_choices(gate: DraftGate, clock: ManualClock, steps: int, step) -> list[int]:
+    choices, tokens = [], 0
+    for i in range(steps):
+        choice = gate.choose(tokens, 1)
+        choices.append(choice)
+        seconds, tokens = step(i, choice)
+        clock.now += seconds
+    return choices
+
+
+@pytest.mark.parametrize(
+    ("seconds", "tokens", "winner"),
+    [
+        # Text that repeats, a speculator that helps beyond it: both.
+        ((1.3, 1.2, 1.0), (3.0, 2.0, 1.0), 0),
+        # Suffix drafts pay, the speculator's only cost: suffix alone.
+        ((1.4, 1.2, 1.0), (2.1, 2.0, 1.0), 1),
+        # Nothing repeats, nothing is learnt (small-llama): no drafts at all.
+        ((1.3, 1.2, 1.0), (1.08, 1.05, 1.0), 2),
+    ],
+)
+def test_hybrids_gate_settles_on_the_fastest_of_three_choices(seconds, tokens, winner):
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    choices = simulate_choices(
+        gate, clock, 960, three_way_engine(seconds, tokens, random.Random(7))
+    )
+    late = choices[192:]
+    # The winner takes all but the probes (4 steps of each other choice in every 64) and
+    # the few steps where noise in a 16-step window puts a probed choice ahead.
+    assert late.count(winner) / len(late) >= 1 - 8 / 64 - 0.03
+    for other in {0, 1, 2} - {winner}:
+        assert 0 < late.count(other) / len(late) <= 4 / 64 + 0.03
+
+
+def test_with_three_choices_the_probes_take_each_other_choice_in_turn():
+    clock = ManualClock()
+    gate = DraftGate(choices=3, probe_every=16, probe_steps=2, clock=clock)
+    choices = [gate.choose(0, 1) for _ in range(32)]  # no rates: choice 0 is preferred
+    assert choices[:16] == [0] * 12 + [1, 1, 2, 2]
+    assert choices[16:] == choices[:16]

@@ -265,46 +265,75 @@ def test_under_tensor_parallelism_rank_0s_gate_chooses_for_every_rank(make_propo
     def must_not_decide(*args):
         raise AssertionError("a rank other than 0 consulted its own gate")
 
-    # Rank 1: its clock is not consulted, rank 0's "no" holds.
-    proposer.tp_group = _RankOfTwo(rank=1, rank0_flag=0)
-    proposer.gate.decide = must_not_decide
+    # Rank 1: its clock is not consulted, rank 0's choice 1 (no drafts) holds.
+    proposer.tp_group = _RankOfTwo(rank=1, rank0_flag=1)
+    proposer.gate.choose = must_not_decide
     sampled = runner.step({"a": [4]})
     assert proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch) == [[]]
     assert proposer.timing["withheld"] == 1
-    # Rank 0: its own gate decides (drafting, with nothing measured yet) and sends it.
-    del proposer.gate.decide
-    proposer.tp_group = group = _RankOfTwo(rank=0, rank0_flag=0)
+    # Rank 0: its own gate chooses (0, drafting, with nothing measured yet) and sends it.
+    del proposer.gate.choose
+    proposer.tp_group = group = _RankOfTwo(rank=0, rank0_flag=1)
     sampled = runner.step({"a": [5]})
     (draft,) = proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch)
-    assert len(draft) == 3 and group.sent == [1]
+    assert len(draft) == 3 and group.sent == [0]
 
 
-def _gate_preferring_plain_steps(proposer) -> None:
-    """Give the proposer's gate measured rates under which drafting is the slower choice."""
+def _gate_preferring(proposer, fastest: int) -> None:
+    """Give the proposer's gate measured rates under which choice ``fastest`` wins."""
     from arctic_inference.vllm.spec_dec.draft_gate import StepRate, batch_bucket
 
     for size in (1, 2, 3):
-        for drafted, seconds in ((True, 1.5), (False, 1.0)):
-            rate = proposer.gate.rates[(batch_bucket(size), drafted)] = StepRate()
+        for choice in range(proposer.gate.choices):
+            rate = proposer.gate.rates[(batch_bucket(size), choice)] = StepRate()
             for _ in range(8):
-                rate.observe(1, seconds)
+                rate.observe(1, 1.0 if choice == fastest else 1.5)
 
 
-def test_hybrid_under_the_cost_rule_keeps_suffix_drafts_and_drops_the_speculators(
-    make_proposer, monkeypatch
-):
+def _hybrid_step(make_proposer, monkeypatch, fastest: int):
+    """One hybrid step, a repeating and a new request, under a gate preferring
+    ``fastest``: (drafts, the speculator's plans, proposer)."""
     proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
-    _gate_preferring_plain_steps(proposer)
+    assert proposer.gate is not None and proposer.gate.choices == 3
+    _gate_preferring(proposer, fastest)
     calls = []
     monkeypatch.setattr(proposer, "propose_arctic", lambda plan, *a: calls.append(plan) or {})
-    loop = [30, 31, 32, 33, 34, 35, 36, 37]
-    runner = _batch(monkeypatch, {"rep": loop * 4, "new": [90, 91, 92, 93]})
+    runner = _batch(monkeypatch, {"rep": LOOP * 4, "new": [90, 91, 92, 93]})
     sampled = runner.step({"rep": [30], "new": [94]})
-    drafts = proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch)
-    assert drafts == [loop[1:] + [30], []]
+    return proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch), calls, proposer
+
+
+LOOP = [30, 31, 32, 33, 34, 35, 36, 37]
+
+
+def test_hybrid_under_the_cost_rule_can_keep_suffix_drafts_and_drop_the_speculators(
+    make_proposer, monkeypatch
+):
+    drafts, calls, proposer = _hybrid_step(make_proposer, monkeypatch, fastest=1)
+    assert drafts == [LOOP[1:] + [30], []]
     # The speculator did not run: the gate emptied its plan.
     assert calls == [] and proposer.timing["withheld"] == 1
+    assert proposer.timing["undrafted"] == 0
     assert proposer.hybrid.last_source == {"rep": "suffix", "new": "none"}
+
+
+def test_hybrid_under_the_cost_rule_can_drop_every_draft(make_proposer, monkeypatch):
+    """Where no draft pays (the text does not repeat, the speculator is wrong), plain
+    steps are the fastest choice: not even the repeating request gets its suffix draft,
+    and the suffix tree still takes the step's tokens (deferred, as over the batch cap)."""
+    drafts, calls, proposer = _hybrid_step(make_proposer, monkeypatch, fastest=2)
+    assert drafts == [[], []] and calls == []
+    assert proposer.timing["withheld"] == 1 and proposer.timing["undrafted"] == 1
+    assert proposer.hybrid.last_source == {"rep": "none", "new": "none"}
+    assert proposer.hybrid.follow.pending  # the step's tokens wait for the tree
+
+
+def test_hybrid_under_the_cost_rule_drafts_with_both_where_that_pays(make_proposer, monkeypatch):
+    drafts, calls, proposer = _hybrid_step(make_proposer, monkeypatch, fastest=0)
+    assert drafts[0] == LOOP[1:] + [30]
+    # The speculator was asked for the request the suffix tree has nothing for.
+    assert [plan.rows for plan in calls] == [[1]]
+    assert proposer.timing["withheld"] == 0 and proposer.timing["undrafted"] == 0
 
 
 def _bare_runner(drafter, spec_config, input_batch):

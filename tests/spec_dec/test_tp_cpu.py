@@ -30,8 +30,8 @@ def test_two_rank_drafts_equal_one_rank_drafts(spec_root, tmp_path, kind):
     # 300 tokens padded to 320 for vLLM's vocab layers: rank 0 holds ids 0..159 only.
     assert got["tp"] == 2 and got["all_loaded"] and got["shard"] == [0, 160]
     assert got["rows"] == 160
-    # Per rank, the two shared choices: rank 0 said no then yes, rank 1 the opposite.
-    assert got["choices"] == [[False, True], [False, True]]
+    # Per rank, the two shared choices: rank 0 sent 0 then 1, rank 1 the opposite.
+    assert got["choices"] == [[0, 1], [0, 1]]
 
     model, _ = build_speculator(ckpt)
     g = torch.Generator().manual_seed(4)

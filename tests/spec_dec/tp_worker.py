@@ -45,8 +45,8 @@ def rank_main(rank: int, ckpt: str, port: int, seed: int, out: str) -> None:
 
     from arctic_inference.vllm.spec_dec.proposer import shared_choice
 
-    mine = [shared_choice(rank == 1, get_tp_group(), torch.device("cpu")),
-            shared_choice(rank == 0, get_tp_group(), torch.device("cpu"))]  # fmt: skip
+    mine = [shared_choice(int(rank == 1), get_tp_group(), torch.device("cpu")),
+            shared_choice(int(rank == 0), get_tp_group(), torch.device("cpu"))]  # fmt: skip
     choices: list = [None, None]
     torch.distributed.all_gather_object(choices, mine)
     if rank == 0:

@@ -9,18 +9,24 @@ on small-llama. With this rule the same engine ran x1.15 faster than drafting
 every step, side by side (``bench/spec/RESULTS.md``, eighth session).
 Acceptance alone cannot say where the break-even lies, since the cost of a
 draft depends on the model, the GPU, the batch and the graph mode; so the
-gate measures both sides.
+gate measures every choice.
+
+The gate chooses among ordered *choices*, from drafting the most (0) to
+drafting nothing (the last). The speculator alone has two: draft, or not.
+Hybrid has three: the speculator and suffix decoding, suffix decoding alone,
+nothing; so the rule can drop a speculator that adds nothing to the suffix
+drafts, and also the suffix drafts where the text does not repeat.
 
 At each step the gate notes how many tokens the batch sampled and how long the
 step took (from one ``propose`` call to the next: the proposal, scheduling,
-and the forward that verified it), and keeps a rate, tokens per
-second, for drafting steps and for plain steps, per batch-size bucket (1, 2,
-3-4, 5-8, ...: a draft that pays for one request may not for 16). It then
-drafts when the drafting rate is the higher one. So that both rates stay
-current, the last ``probe_steps`` steps of every ``probe_every`` take the
-other choice: when drafting does not pay, it still runs that share of the
-steps (about 6 % by default) and drafting resumes as soon as it pays again.
-Until both rates are known, the gate drafts.
+and the forward that verified it), and keeps a rate, tokens per second, for
+each choice, per batch-size bucket (1, 2, 3-4, 5-8, ...: a draft that pays for
+one request may not for 16). It then takes the choice with the highest rate
+(the one drafting more on a tie). So that every rate stays current, the last
+steps of every ``probe_every`` take each other choice in turn,
+``probe_steps`` steps each: a choice that does not pay still runs that share
+of the steps (about 6 % by default for each) and is taken again as soon as it
+pays. Until every rate is known, the gate takes choice 0.
 
 Each rate is taken over the choice's last ``window`` steps, leaving out a step
 more than four times their median (an idle engine between requests, a long
@@ -80,54 +86,63 @@ def batch_bucket(batch_size: int) -> int:
 class _Decision:
     at: float
     bucket: int
-    drafted: bool
+    choice: int
 
 
 @dataclasses.dataclass
 class DraftGate:
-    """Decides per step whether the speculator drafts (see the module doc)."""
+    """Chooses per step how much the proposer drafts (see the module doc)."""
 
+    choices: int = 2  # 0 drafts the most, ``choices - 1`` drafts nothing
     probe_every: int = 64
-    probe_steps: int = 4
+    probe_steps: int = 4  # steps of each other choice in every ``probe_every``
     window: int = 16  # steps of each choice its rate is measured over
-    min_observed: int = 4  # observations of each choice before the rates are compared
+    min_observed: int = 4  # observations of every choice before the rates are compared
     clock: Callable[[], float] = time.perf_counter
-    rates: dict[tuple[int, bool], StepRate] = dataclasses.field(default_factory=dict)
+    rates: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
     _step: int = 0
     _last: _Decision | None = None
 
     def __post_init__(self) -> None:
-        if not 0 <= self.probe_steps < self.probe_every:
-            raise ValueError("probe_steps must be at least 0 and below probe_every")
+        if self.choices < 2:
+            raise ValueError("a gate needs at least two choices (draft, or not)")
+        if not 0 <= self.probe_steps * (self.choices - 1) < self.probe_every:
+            raise ValueError(
+                "probe_steps for each other choice must be at least 0 and leave "
+                "probe_every room for the preferred choice"
+            )
 
-    def decide(self, tokens_sampled: int, batch_size: int) -> bool:
-        """Whether to draft this step, given the tokens the batch sampled in the step
-        that the previous decision shaped."""
+    def choose(self, tokens_sampled: int, batch_size: int) -> int:
+        """This step's choice, given the tokens the batch sampled in the step that the
+        previous choice shaped."""
         now = self.clock()
         if self._last is not None and tokens_sampled > 0:
             self._observe(self._last, tokens_sampled, now - self._last.at)
         bucket = batch_bucket(batch_size)
-        best = self.preferred(bucket)
-        probing = self._step % self.probe_every >= self.probe_every - self.probe_steps
-        drafted = best != probing
+        best = self.best(bucket)
+        others = [c for c in range(self.choices) if c != best]
+        probes_from = self.probe_every - self.probe_steps * len(others)
+        phase = self._step % self.probe_every
+        choice = best if phase < probes_from else others[(phase - probes_from) // self.probe_steps]
         self._step += 1
-        self._last = _Decision(now, bucket, drafted)
-        return drafted
+        self._last = _Decision(now, bucket, choice)
+        return choice
 
     def pause(self) -> None:
         """A step the gate does not decide (e.g. over the batch cap): the next step's
         time is not attributed to any choice."""
         self._last = None
 
-    def preferred(self, bucket: int) -> bool:
-        """The choice with the higher measured rate; drafting until both are known."""
-        on, off = self.rates.get((bucket, True)), self.rates.get((bucket, False))
-        if on is None or off is None or min(on.observed, off.observed) < self.min_observed:
-            return True
-        return on.per_second >= off.per_second
+    def best(self, bucket: int) -> int:
+        """The choice with the highest measured rate; choice 0 until every rate is known."""
+        rates = [self.rates.get((bucket, c)) for c in range(self.choices)]
+        if any(r is None or r.observed < self.min_observed for r in rates):
+            return 0
+        speeds = [r.per_second for r in rates if r is not None]
+        return max(range(self.choices), key=lambda c: (speeds[c], -c))
 
     def _observe(self, decision: _Decision, tokens: int, seconds: float) -> None:
-        key = (decision.bucket, decision.drafted)
+        key = (decision.bucket, decision.choice)
         rate = self.rates.get(key)
         if rate is None:
             rate = self.rates[key] = StepRate(self.window)

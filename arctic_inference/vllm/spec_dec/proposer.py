@@ -14,7 +14,9 @@ step and the hidden states of the rows that sampled them. Per request:
   gets no drafts at all (verification would cost more than it saves);
 * under the cost rule (``disable_by_cost``, on unless set false) the
   speculator drafts only while its drafting steps yield more tokens per second
-  than plain steps, measured per batch-size bucket (:mod:`.draft_gate`);
+  than plain steps, measured per batch-size bucket (:mod:`.draft_gate`); in
+  hybrid mode the rule chooses among the speculator with suffix decoding,
+  suffix decoding alone, and no drafts;
 * in hybrid mode the suffix cache drafts first, each request takes the draft
   that promises more accepted tokens, and the speculator runs only for the
   requests that take its draft (:mod:`.hybrid`).
@@ -65,10 +67,10 @@ def last_sampled_rows(
     return rows
 
 
-def shared_choice(choice: bool, group: Any, device: torch.device) -> bool:
+def shared_choice(choice: int, group: Any, device: torch.device) -> int:
     """Rank 0's ``choice`` on every rank of ``group`` (a vLLM ``GroupCoordinator``)."""
     flag = torch.tensor([int(choice)], dtype=torch.int32, device=device)
-    return bool(group.broadcast(flag, src=0).item())
+    return int(group.broadcast(flag, src=0).item())
 
 
 @dataclasses.dataclass
@@ -122,15 +124,18 @@ class ArcticProposer:
         self.disable_by_batch_size = getattr(self.speculative_config, "disable_by_batch_size", None)
         self.max_model_len = vllm_config.model_config.max_model_len
         self.model: torch.nn.Module | None = None
-        # Wall time of propose() (drafts end on the host, so GPU work is included), and
-        # the steps the cost rule kept the speculator from drafting.
-        self.timing = {"calls": 0, "seconds": 0.0, "withheld": 0}
-        self.gate = DraftGate() if gated_by_cost(self.speculative_config) else None
+        # Wall time of propose() (drafts end on the host, so GPU work is included), the
+        # steps the cost rule kept the speculator from drafting ("withheld"), and those
+        # of them where it kept every draft back, suffix drafts too ("undrafted").
+        self.timing = {"calls": 0, "seconds": 0.0, "withheld": 0, "undrafted": 0}
         self.hybrid = None
         if is_hybrid(self.speculative_config):
             from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter
 
             self.hybrid = HybridDrafter(self.speculative_config, self.max_model_len)
+        # Choices: the speculator (and suffix drafts), [suffix drafts alone,] nothing.
+        choices = 3 if self.hybrid is not None else 2
+        self.gate = DraftGate(choices) if gated_by_cost(self.speculative_config) else None
 
     # --- loading -------------------------------------------------------------
 
@@ -202,25 +207,28 @@ class ArcticProposer:
             self.timing["calls"] += 1
             self.timing["seconds"] += time.perf_counter() - start
 
-    def _gate_allows(self, sampled_token_ids: Sequence[Sequence[int]], capped: bool) -> bool:
-        """The cost rule's choice for this step (always yes without it)."""
+    def _gate_choice(self, sampled_token_ids: Sequence[Sequence[int]], capped: bool) -> int:
+        """The cost rule's choice for this step: 0 drafts with the speculator, the last
+        choice drafts nothing (see :mod:`.draft_gate`); 0 without the rule."""
         if self.gate is None:
-            return True
+            return 0
         if capped:
-            self.gate.pause()  # the cap decides; its steps measure neither choice
-            return True
+            self.gate.pause()  # the cap decides; its steps measure no choice
+            return 0
         batch, tokens = len(sampled_token_ids), sum(len(t) for t in sampled_token_ids)
         group = self.tp_group
         if group is None:
-            allowed = self.gate.decide(tokens, batch)
+            choice = self.gate.choose(tokens, batch)
         else:
             # Every rank runs the sharded speculator's collectives, so all must make the
             # same choice; their clocks differ, so rank 0's gate chooses for the group.
-            mine = group.rank_in_group != 0 or self.gate.decide(tokens, batch)
-            allowed = shared_choice(mine, group, self.device)
-        if not allowed:
+            mine = self.gate.choose(tokens, batch) if group.rank_in_group == 0 else 0
+            choice = shared_choice(mine, group, self.device)
+        if choice > 0:
             self.timing["withheld"] += 1
-        return allowed
+        if choice == self.gate.choices - 1:
+            self.timing["undrafted"] += 1
+        return choice
 
     @functools.cached_property
     def tp_group(self) -> Any:
@@ -244,7 +252,8 @@ class ArcticProposer:
             self.disable_by_batch_size,
         )
         capped = over_batch_cap(self.disable_by_batch_size, len(sampled_token_ids))
-        if not self._gate_allows(sampled_token_ids, capped):
+        choice = self._gate_choice(sampled_token_ids, capped)
+        if choice > 0:
             plan = DraftPlan([], [])
         if self.hybrid is None:
             arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
@@ -262,5 +271,5 @@ class ArcticProposer:
             set(plan.rows),
             arctic_for,
             self.num_speculative_tokens,
-            not capped,
+            drafting=not capped and choice < 2,  # 2: the cost rule keeps suffix drafts back too
         )

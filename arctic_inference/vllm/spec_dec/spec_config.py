@@ -8,7 +8,8 @@ vLLM's ``SpeculativeConfig`` is a pydantic dataclass whose ``method`` is a
   with suffix decoding), ``disable_by_batch_size`` (no drafts once a step
   has that many requests; arctic and suffix only) and ``disable_by_cost``
   (arctic only, on unless set false: the speculator drafts only while that
-  measurably raises throughput, :mod:`.draft_gate`), then rebuilds the pydantic
+  measurably raises throughput, and in hybrid suffix drafts too,
+  :mod:`.draft_gate`), then rebuilds the pydantic
   validator, so both ``LLM(speculative_config=...)`` and ``vllm serve
   --speculative-config`` accept them and still refuse misspellings.
 * :class:`SpeculativeConfigArcticPatch` validates an arctic config. The
