@@ -4,8 +4,8 @@
 # `bash tests/gpu/device_run.sh install` (see ../shared/gpu/README.md):
 #   bash bench/forest/device_bench.sh [BUDGET_S] [WORKLOADS] [--forest-full-graphs ...]
 # (arguments after WORKLOADS go to forest_speed.py; runs of each setting are kept apart:
-# engine cores in their own processes, vLLM's default, in runs-mp[-full-graphs]; with
-# --in-process in runs[-full-graphs], under /tmp/forest-... and bench/forest/)
+# engine cores in their own processes, vLLM's default, in runs-mp[-full-graphs][-fork]; with
+# --in-process in runs[-full-graphs][-fork], under /tmp/forest-... and bench/forest/)
 # Builds the model once (/opt/models/small-llama-8k), starts the three engines and measures
 # workloads while they fit in BUDGET_S (default 480), keeps each finished workload in
 # /tmp/forest-runs (a later call continues with the missing ones) and copies runs, engine
@@ -18,11 +18,14 @@ shift 2 2>/dev/null || shift $#
 model=/opt/models/small-llama-8k
 suffix=""
 in_process=0
+fork=""
 for arg in "$@"; do
   [ "$arg" = "--forest-full-graphs" ] && suffix="-full-graphs"
   [ "$arg" = "--in-process" ] && in_process=1
+  [ "$arg" = "--with-fork" ] && fork="-fork"
 done
 [ "$in_process" -eq 1 ] || suffix="-mp$suffix"
+suffix="$suffix$fork"
 runs="/tmp/forest-runs$suffix"
 mkdir -p "$OUT" "$runs"
 # Runs returned by an earlier machine, put back into the tree: continue from them.

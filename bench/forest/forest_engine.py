@@ -1,7 +1,9 @@
 """One engine in one configuration, kept alive and driven by ``forest_speed.py``.
 
 Configurations: ``flash`` (FLASH_ATTN, vLLM's cascade off), ``cascade`` (FLASH_ATTN with
-vLLM's single-prefix cascade on), ``forest`` (the forest fork, default knobs). A command
+vLLM's single-prefix cascade on), ``forest`` (the forest fork, default knobs), ``fork``
+(the plugin on without a forest config: the fork on upstream's path, so set against
+``flash`` it measures what the plugin itself costs a step). A command
 names a workload and a number of rounds; the answer is the generated tokens and the
 time they took. Prompts are prefix-cache hits after the parent's warm-up round, so a
 timed phase is decode-dominated. A ``profile`` command runs one profiled round and
@@ -22,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from forest_workloads import make_workloads  # noqa: E402
 
-CONFIGS = ("flash", "cascade", "forest")
+CONFIGS = ("flash", "cascade", "forest", "fork")
+#: The configurations with the plugin on (the others are vLLM's own FlashAttention).
+PLUGIN_ON = ("forest", "fork")
 ATTENTION_KERNELS = ("flash", "fmha", "mha_fwd", "merge_attn")
 INDEX_KERNELS = ("index", "gather")
 

@@ -14,7 +14,9 @@ workload and configuration, the median tokens/s with min and max, the ratio to
 ``flash`` within each repetition (median, min, max), and for the rollouts the profiled
 attention-kernel time per decode step with the KV traffic it implies against the H200's
 bandwidth. ``flash`` and ``cascade`` run with the plugin off (vLLM's own FlashAttention);
-``forest`` with it on.
+``forest`` with it on. ``--with-fork`` adds a fourth engine, ``fork``: the plugin on
+without a forest config, so ``fork / flash`` is the plugin's own cost per step and
+``forest / fork`` forest's alone.
 
     python3 bench/forest/build_model.py --out /opt/models/small-llama-8k
     python3 bench/forest/forest_speed.py --model /opt/models/small-llama-8k \\
@@ -36,7 +38,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from engine_proc import EngineProcess, engine_cpus  # noqa: E402
-from forest_engine import CONFIGS, SEEDED_SAMPLING  # noqa: E402
+from forest_engine import CONFIGS, PLUGIN_ON, SEEDED_SAMPLING  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
 
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
@@ -52,7 +54,7 @@ def _env(config: str, in_process: bool = False) -> dict[str, str]:
     by the profiler, which sees only its own process's kernels)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARCTIC_")}
     env.update(
-        ARCTIC_INFERENCE_ENABLED="1" if config == "forest" else "0",
+        ARCTIC_INFERENCE_ENABLED="1" if config in PLUGIN_ON else "0",
         VLLM_ENABLE_V1_MULTIPROCESSING="0" if in_process else "1",
         VLLM_USE_V2_MODEL_RUNNER="0",
         HF_HUB_OFFLINE="1",
@@ -64,13 +66,26 @@ def _env(config: str, in_process: bool = False) -> dict[str, str]:
     return env
 
 
+def bench_configs(with_fork: bool) -> tuple[str, ...]:
+    """The engines of a run, in start (and first-repetition) order."""
+    return CONFIGS if with_fork else tuple(c for c in CONFIGS if c != "fork")
+
+
+def default_gpu_util(engines: int) -> float:
+    """Each engine's share of GPU memory: the engines share the GPU, 0.84 of it in all
+    (0.28 each for three, as every run before the fork engine; 0.21 each for four)."""
+    return round(0.84 / engines, 2)
+
+
 def start_engines(args, cpus: list[set[int] | None]) -> list[EngineProcess]:
     """One after another: vLLM sizes its KV cache from the memory free while it profiles.
-    ``cpus``: each configuration's CPU set, in ``CONFIGS`` order (None: not pinned)."""
+    ``cpus``: each configuration's CPU set, in ``bench_configs`` order (None: not pinned)."""
     engines = []
-    for config, pinned in zip(CONFIGS, cpus):
+    configs = bench_configs(args.with_fork)
+    util = args.gpu_util if args.gpu_util is not None else default_gpu_util(len(configs))
+    for config, pinned in zip(configs, cpus, strict=True):
         argv = [str(HERE / "forest_engine.py"), "--model", args.model, "--config", config]
-        argv += ["--gpu-util", str(args.gpu_util)]
+        argv += ["--gpu-util", str(util)]
         if args.cudagraph_mode:
             argv += ["--cudagraph-mode", args.cudagraph_mode]
         if args.forest_full_graphs and config == "forest":
@@ -128,6 +143,7 @@ def run_setting(args) -> dict[str, bool | int]:
         "engine_core_process": not args.in_process,
         "seeded_sampling": SEEDED_SAMPLING,
         "pinned_cpus": int(args.pin_cpus),
+        "fork_engine": bool(args.with_fork),
     }
 
 
@@ -138,6 +154,7 @@ SETTING_BEFORE_RECORDED = {
     "engine_core_process": False,
     "seeded_sampling": True,
     "pinned_cpus": 0,
+    "fork_engine": False,
 }
 
 
@@ -174,9 +191,18 @@ def kv_bytes_per_step(model_dir: str, config: str) -> float:
     return tokens * per_token
 
 
-#: Ratios the report takes within each repetition: both against ``flash``, and forest
-#: against vLLM's own cascade (the one-prefix workload's target is forest >= cascade).
-RATIOS = (("cascade", "flash"), ("forest", "flash"), ("forest", "cascade"))
+#: Ratios the report takes within each repetition: both against ``flash``, forest against
+#: vLLM's own cascade (the one-prefix workload's target is forest >= cascade), and, with
+#: the fork engine, the plugin's own cost (fork / flash) and forest's alone (forest / fork).
+RATIOS = (
+    ("cascade", "flash"),
+    ("forest", "flash"),
+    ("forest", "cascade"),
+    ("fork", "flash"),
+    ("forest", "fork"),
+)
+#: Configurations every report shows (a run with ``--with-fork`` adds ``fork``).
+BASE_CONFIGS = ("flash", "cascade", "forest")
 
 
 def _stats(values: list[float]) -> dict:
@@ -228,7 +254,15 @@ def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
     return out
 
 
+def _shown(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, str]]]:
+    """The configurations and ratios a report shows: the fork's only when it ran."""
+    forked = any("fork" in entry for entry in summary["workloads"].values())
+    configs = CONFIGS if forked else BASE_CONFIGS
+    return configs, [(a, b) for a, b in RATIOS if a in configs and b in configs]
+
+
 def markdown(summary: dict) -> str:
+    configs, ratios = _shown(summary)
     lines = [
         "# Forest Cascade Attention on one H200",
         "",
@@ -236,22 +270,25 @@ def markdown(summary: dict) -> str:
         "within each repetition. Produced by `bench/forest/forest_speed.py`. `flash` and "
         "`cascade` run with the plugin off (vLLM's own FlashAttention), `forest` with it on.",
         "",
-        "| workload | flash | cascade | forest | cascade / flash | forest / flash "
-        "| forest / cascade | rounds per phase (at least), shortest phase "
-        "| forest-planned steps (flash, cascade, forest) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| workload | "
+        + " | ".join(configs)
+        + " | "
+        + " | ".join(f"{a} / {b}" for a, b in ratios)
+        + " | rounds per phase (at least), shortest phase "
+        + f"| forest-planned steps ({', '.join(configs)}) |",
+        "|---" * (len(configs) + len(ratios) + 3) + "|",
     ]
     for name, entry in summary["workloads"].items():
         cells = []
-        for config in CONFIGS:
+        for config in configs:
             v = entry.get(config)
             cells.append(f"{v['median']:.0f} ({v['min']:.0f}-{v['max']:.0f})" if v else "-")
-        for config, base in RATIOS:
+        for config, base in ratios:
             v = entry.get(f"{config}_vs_{base}")
             cells.append(f"x{v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f})" if v else "-")
-        shortest = min((s for c in CONFIGS for s in entry[f"{c}_phase_s"]), default=0.0)
+        shortest = min((s for c in configs for s in entry[f"{c}_phase_s"]), default=0.0)
         cells.append(f"{entry['rounds']}, {shortest:.1f} s")
-        cells.append(", ".join(str(entry[f"{c}_forest_steps"]) for c in CONFIGS))
+        cells.append(", ".join(str(entry[f"{c}_forest_steps"]) for c in configs))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     resumed = summary.get("resumed") or {}
     if resumed:
@@ -302,7 +339,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--phase-s", type=float, default=10.0)
     parser.add_argument("--workloads", default="rollouts,sysprompt,noshare")
-    parser.add_argument("--gpu-util", type=float, default=0.28)
+    parser.add_argument(
+        "--gpu-util",
+        type=float,
+        default=None,
+        help="GPU memory share of each engine (default: 0.84 split among the engines)",
+    )
+    parser.add_argument(
+        "--with-fork",
+        action="store_true",
+        help="a fourth engine, the plugin on without a forest config: the plugin's own "
+        "cost per step (fork / flash) apart from forest's (forest / fork)",
+    )
     parser.add_argument(
         "--cudagraph-mode",
         default=None,
@@ -341,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps < 5 or args.phase_s < 10:
         print("note: fewer than 5 repetitions or phases under 10 s are not a measurement")
     try:
-        cpus = engine_cpus(len(CONFIGS), args.pin_cpus)
+        cpus = engine_cpus(len(bench_configs(args.with_fork)), args.pin_cpus)
     except ValueError as err:
         print(f"error: --pin-cpus: {err}", file=sys.stderr)
         return 2
@@ -353,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     if other:
         print(
             f"{args.runs} holds runs of {', '.join(other)} measured with another setting "
-            "(--forest-full-graphs, --in-process, --pin-cpus, or the sampling of an older "
+            "(--forest-full-graphs, --in-process, --pin-cpus, --with-fork, or the sampling "
+            "of an older "
             "bench); "
             "give another --runs folder",
             file=sys.stderr,

@@ -129,10 +129,56 @@ def test_a_resumed_report_never_mixes_forest_settings():
 
 def test_the_runs_a_bench_saves_record_how_it_sampled():
     class Args:
-        forest_full_graphs, in_process, pin_cpus = True, False, 4
+        forest_full_graphs, in_process, pin_cpus, with_fork = True, False, 4, True
 
     setting = forest_speed.run_setting(Args)
     assert setting["seeded_sampling"] is False and setting["pinned_cpus"] == 4
+    assert setting["fork_engine"] is True
+    # Runs saved before the fork engine existed had none: a run with it does not resume them.
+    assert forest_speed.mismatched_runs({"rollouts": {**setting, "fork_engine": False}}, setting)
+    del setting["fork_engine"]
+    assert forest_speed.mismatched_runs({"rollouts": setting}, {**setting, "fork_engine": True})
+
+
+def test_the_fork_engine_is_the_plugin_on_without_a_forest_config():
+    """``fork`` must differ from ``flash`` in the plugin alone: plugin on, no forest
+    knobs, vLLM's cascade off, the same memory share as every other engine."""
+    import forest_engine
+
+    fork, flash = (forest_engine.engine_kwargs(c, "m", None, 0.21) for c in ("fork", "flash"))
+    assert fork == flash and fork["additional_config"] == {"arctic": {}}
+    assert fork["disable_cascade_attn"] is True
+    assert forest_speed._env("fork")["ARCTIC_INFERENCE_ENABLED"] == "1"
+    assert forest_speed._env("flash")["ARCTIC_INFERENCE_ENABLED"] == "0"
+    assert forest_speed.bench_configs(False) == ("flash", "cascade", "forest")
+    assert forest_speed.bench_configs(True) == ("flash", "cascade", "forest", "fork")
+    assert [forest_speed.default_gpu_util(n) for n in (3, 4)] == [0.28, 0.21]
+
+
+def test_a_report_shows_the_fork_engine_only_when_it_ran():
+    three = [_run(0, "flash", 100.0), _run(0, "forest", 110.0)]
+    text = forest_speed.markdown(
+        forest_speed.summarize({"noshare": {"rounds": 2, "runs": three}}, {}, model="unused")
+    )
+    assert "fork" not in text
+    four = [
+        _run(0, "flash", 100.0),
+        _run(0, "fork", 90.0),
+        _run(0, "forest", 99.0),
+        _run(1, "flash", 100.0),
+        _run(1, "fork", 80.0),
+        _run(1, "forest", 100.0),
+    ]
+    summary = forest_speed.summarize({"rollouts": {"rounds": 2, "runs": four}}, {}, model="unused")
+    entry = summary["workloads"]["rollouts"]
+    assert entry["fork_vs_flash"]["median"] == pytest.approx(0.85)  # 0.9, 0.8
+    assert entry["forest_vs_fork"]["median"] == pytest.approx(1.175)  # 1.1, 1.25
+    text = forest_speed.markdown(summary)
+    header = next(line for line in text.splitlines() if line.startswith("| workload"))
+    assert "| fork |" in header and "| fork / flash | forest / fork |" in header
+    row = next(line for line in text.splitlines() if line.startswith("| rollouts"))
+    assert row.count("|") == header.count("|")
+    assert "| x0.85 (0.80-0.90) | x1.18 (1.10-1.25) |" in row
 
 
 def test_engines_keep_vllms_own_process_layout_unless_asked():
