@@ -23,6 +23,15 @@ def _run(rep, config, tps, seconds=10.5):
     }
 
 
+def _phases(**tokens_per_s: list[float]) -> list[dict]:
+    """Runs of each named configuration, one per repetition in list order."""
+    return [
+        _run(rep, config, float(tps))
+        for config, values in tokens_per_s.items()
+        for rep, tps in enumerate(values)
+    ]
+
+
 def test_ratios_are_taken_within_each_repetition():
     runs = [
         _run(0, "flash", 100.0),
@@ -50,17 +59,7 @@ def test_forest_is_set_against_vllms_cascade_within_each_repetition():
     """The one-prefix target is forest >= cascade: its ratio, like the others, is taken
     per repetition. Here the ratio of the medians (130 / 100 = 1.3) is not the median of
     the per-repetition ratios (1.6, 1.0, 1.4), so a report that divided medians fails."""
-    runs = [
-        _run(0, "flash", 200.0),
-        _run(0, "cascade", 100.0),
-        _run(0, "forest", 160.0),
-        _run(1, "flash", 200.0),
-        _run(1, "cascade", 130.0),
-        _run(1, "forest", 130.0),
-        _run(2, "flash", 200.0),
-        _run(2, "cascade", 90.0),
-        _run(2, "forest", 126.0),
-    ]
+    runs = _phases(flash=[200, 200, 200], cascade=[100, 130, 90], forest=[160, 130, 126])
     summary = forest_speed.summarize({"sysprompt": {"rounds": 3, "runs": runs}}, {}, model="unused")
     ratio = summary["workloads"]["sysprompt"]["forest_vs_cascade"]
     assert (ratio["median"], ratio["min"], ratio["max"]) == pytest.approx((1.4, 1.0, 1.6))
@@ -161,14 +160,7 @@ def test_a_report_shows_the_fork_engine_only_when_it_ran():
         forest_speed.summarize({"noshare": {"rounds": 2, "runs": three}}, {}, model="unused")
     )
     assert "fork" not in text
-    four = [
-        _run(0, "flash", 100.0),
-        _run(0, "fork", 90.0),
-        _run(0, "forest", 99.0),
-        _run(1, "flash", 100.0),
-        _run(1, "fork", 80.0),
-        _run(1, "forest", 100.0),
-    ]
+    four = _phases(flash=[100, 100], fork=[90, 80], forest=[99, 100])
     summary = forest_speed.summarize({"rollouts": {"rounds": 2, "runs": four}}, {}, model="unused")
     entry = summary["workloads"]["rollouts"]
     assert entry["fork_vs_flash"]["median"] == pytest.approx(0.85)  # 0.9, 0.8
