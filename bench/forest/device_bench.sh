@@ -6,10 +6,10 @@
 # (arguments after WORKLOADS go to forest_speed.py; runs of each setting are kept apart:
 # engine cores in their own processes, vLLM's default, in runs-mp[-full-graphs][-fork]; with
 # --in-process in runs[-full-graphs][-fork], under /tmp/forest-... and bench/forest/)
-# Builds the model once (/opt/models/small-llama-8k), starts the three engines and measures
-# workloads while they fit in BUDGET_S (default 480), keeps each finished workload in
-# /tmp/forest-runs (a later call continues with the missing ones) and copies runs, engine
-# logs, results.json and RESULTS.md to $OUT. Exit 1 while workloads are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
+# Builds the model once (/opt/models/small-llama-8k), starts the engines (three, four with
+# --with-fork) and measures workloads while they fit in BUDGET_S (default 480), keeps each
+# finished workload in /tmp/forest-runs (a later call continues with the missing ones) and
+# copies runs, engine logs, results.json and RESULTS.md to $OUT. Exit 1 while workloads are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
 budget="${1:-480}"

@@ -201,8 +201,6 @@ RATIOS = (
     ("fork", "flash"),
     ("forest", "fork"),
 )
-#: Configurations every report shows (a run with ``--with-fork`` adds ``fork``).
-BASE_CONFIGS = ("flash", "cascade", "forest")
 
 
 def _stats(values: list[float]) -> dict:
@@ -256,8 +254,7 @@ def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
 
 def _shown(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, str]]]:
     """The configurations and ratios a report shows: the fork's only when it ran."""
-    forked = any("fork" in entry for entry in summary["workloads"].values())
-    configs = CONFIGS if forked else BASE_CONFIGS
+    configs = bench_configs(any("fork" in entry for entry in summary["workloads"].values()))
     return configs, [(a, b) for a, b in RATIOS if a in configs and b in configs]
 
 
@@ -268,7 +265,9 @@ def markdown(summary: dict) -> str:
         "",
         "Generated tokens/s, median (min-max) over interleaved repetitions; ratios to `flash` "
         "within each repetition. Produced by `bench/forest/forest_speed.py`. `flash` and "
-        "`cascade` run with the plugin off (vLLM's own FlashAttention), `forest` with it on.",
+        "`cascade` run with the plugin off (vLLM's own FlashAttention), "
+        + " and ".join(f"`{c}`" for c in configs if c in PLUGIN_ON)
+        + " with it on.",
         "",
         "| workload | "
         + " | ".join(configs)
@@ -402,9 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{args.runs} holds runs of {', '.join(other)} measured with another setting "
             "(--forest-full-graphs, --in-process, --pin-cpus, --with-fork, or the sampling "
-            "of an older "
-            "bench); "
-            "give another --runs folder",
+            "of an older bench); give another --runs folder",
             file=sys.stderr,
         )
         return 2

@@ -191,18 +191,23 @@ def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> 
         elapsed = time.perf_counter() - start
         after, t_after = counters(), llm.collective_rpc(_proposer_timing)[0]
         delta = {k: after[k] - before[k] for k in after}
-        calls = t_after.get("calls", 0) - t_before.get("calls", 0)
-        secs = t_after.get("seconds", 0.0) - t_before.get("seconds", 0.0)
-        withheld = t_after.get("withheld", 0) - t_before.get("withheld", 0)
-        undrafted = t_after.get("undrafted", 0) - t_before.get("undrafted", 0)
+        spent = {k: t_after.get(k, 0) - t_before.get(k, 0)
+                 for k in ("calls", "seconds", "withheld", "undrafted")}  # fmt: skip
+        calls = spent["calls"]
         print(json.dumps({
             "seconds": elapsed, "rounds": rounds, "tokens": generated,
             "tok_per_s": generated / elapsed,
-            "propose_ms": 1000 * secs / calls if calls else None,
-            "withheld_share": withheld / calls if calls else None,
-            "undrafted_share": undrafted / calls if calls else None,
+            "propose_ms": 1000 * spent["seconds"] / calls if calls else None,
+            "withheld_share": spent["withheld"] / calls if calls else None,
+            "undrafted_share": spent["undrafted"] / calls if calls else None,
             "cudagraph_mode": llm.collective_rpc(_graph_mode)[0], **delta,
         }), flush=True)  # fmt: skip
+
+
+def _median_of(rows: list[dict], key: str) -> float | None:
+    """Median of ``key`` over the rows that have it (phases without a proposer have none)."""
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(values) if values else None
 
 
 def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
@@ -216,9 +221,6 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
             drafts = sum(r["drafts"] for r in mine)
             drafted = sum(r["drafted"] for r in mine)
             accepted = sum(r["accepted"] for r in mine)
-            ms = [r["propose_ms"] for r in mine if r["propose_ms"] is not None]
-            held = [r["withheld_share"] for r in mine if r.get("withheld_share") is not None]
-            bare = [r["undrafted_share"] for r in mine if r.get("undrafted_share") is not None]
             out[f"{wl}/{name}"] = {
                 "speedup_median": statistics.median(ratios),
                 "speedup_min": min(ratios),
@@ -226,11 +228,11 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
                 "phase_seconds_min": min(r["seconds"] for r in mine),
                 "accepted_per_step": 1 + accepted / drafts if drafts else None,
                 "draft_acceptance": accepted / drafted if drafted else None,
-                "propose_ms_median": statistics.median(ms) if ms else None,
+                "propose_ms_median": _median_of(mine, "propose_ms"),
                 # Share of proposer calls the cost rule kept the speculator from drafting,
                 # and (hybrid) kept every draft back, suffix drafts too.
-                "withheld_share_median": statistics.median(held) if held else None,
-                "undrafted_share_median": statistics.median(bare) if bare else None,
+                "withheld_share_median": _median_of(mine, "withheld_share"),
+                "undrafted_share_median": _median_of(mine, "undrafted_share"),
             }
     return out
 

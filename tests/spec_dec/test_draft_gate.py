@@ -19,6 +19,26 @@ from arctic_inference.vllm.spec_dec.draft_gate import DraftGate, StepRate, batch
 from tests.spec_dec.conftest import ManualClock
 
 
+def simulate_choices(
+    gate: DraftGate,
+    clock: ManualClock,
+    steps: int,
+    step: Callable[[int, int], tuple[float, int]],
+    batch: Callable[[int], int] = lambda i: 1,
+) -> list[tuple[int, int]]:
+    """Run ``steps`` steps: ``step(i, choice)`` gives (seconds, tokens) of the step the
+    gate's choice shaped. Returns (batch size, choice) per step."""
+    decisions = []
+    tokens = 0
+    for i in range(steps):
+        size = batch(i)
+        choice = gate.choose(tokens, size)
+        decisions.append((size, choice))
+        seconds, tokens = step(i, choice)
+        clock.now += seconds
+    return decisions
+
+
 def simulate(
     gate: DraftGate,
     clock: ManualClock,
@@ -26,17 +46,9 @@ def simulate(
     step: Callable[[int, bool], tuple[float, int]],
     batch: Callable[[int], int] = lambda i: 1,
 ) -> list[tuple[int, bool]]:
-    """Run ``steps`` steps: ``step(i, drafted)`` gives (seconds, tokens) of the step
-    the decision shaped. Returns (batch size, drafted) per step."""
-    decisions = []
-    tokens = 0
-    for i in range(steps):
-        size = batch(i)
-        drafted = gate.choose(tokens, size) == 0
-        decisions.append((size, drafted))
-        seconds, tokens = step(i, drafted)
-        clock.now += seconds
-    return decisions
+    """A two-choice gate: ``step(i, drafted)``; returns (batch size, drafted) per step."""
+    runs = simulate_choices(gate, clock, steps, lambda i, c: step(i, c == 0), batch)
+    return [(size, choice == 0) for size, choice in runs]
 
 
 def engine(
@@ -188,16 +200,6 @@ def three_way_engine(
     return step
 
 
-def simulate_choices(gate: DraftGate, clock: ManualClock, steps: int, step) -> list[int]:
-    choices, tokens = [], 0
-    for i in range(steps):
-        choice = gate.choose(tokens, 1)
-        choices.append(choice)
-        seconds, tokens = step(i, choice)
-        clock.now += seconds
-    return choices
-
-
 @pytest.mark.parametrize(
     ("seconds", "tokens", "winner"),
     [
@@ -212,10 +214,8 @@ def simulate_choices(gate: DraftGate, clock: ManualClock, steps: int, step) -> l
 def test_hybrids_gate_settles_on_the_fastest_of_three_choices(seconds, tokens, winner):
     clock = ManualClock()
     gate = DraftGate(choices=3, clock=clock)
-    choices = simulate_choices(
-        gate, clock, 960, three_way_engine(seconds, tokens, random.Random(7))
-    )
-    late = choices[192:]
+    runs = simulate_choices(gate, clock, 960, three_way_engine(seconds, tokens, random.Random(7)))
+    late = [choice for _, choice in runs[192:]]
     # The winner takes all but the probes (4 steps of each other choice in every 64) and
     # the few steps where noise in a 16-step window puts a probed choice ahead.
     assert late.count(winner) / len(late) >= 1 - 8 / 64 - 0.03

@@ -290,6 +290,9 @@ def _gate_preferring(proposer, fastest: int) -> None:
                 rate.observe(1, 1.0 if choice == fastest else 1.5)
 
 
+LOOP = [30, 31, 32, 33, 34, 35, 36, 37]  # the repeating request's text
+
+
 def _hybrid_step(make_proposer, monkeypatch, fastest: int):
     """One hybrid step, a repeating and a new request, under a gate preferring
     ``fastest``: (drafts, the speculator's plans, proposer)."""
@@ -301,9 +304,6 @@ def _hybrid_step(make_proposer, monkeypatch, fastest: int):
     runner = _batch(monkeypatch, {"rep": LOOP * 4, "new": [90, 91, 92, 93]})
     sampled = runner.step({"rep": [30], "new": [94]})
     return proposer.propose(sampled, torch.randn(2, HIDDEN), None, runner.batch), calls, proposer
-
-
-LOOP = [30, 31, 32, 33, 34, 35, 36, 37]
 
 
 def test_hybrid_under_the_cost_rule_can_keep_suffix_drafts_and_drop_the_speculators(

@@ -118,9 +118,8 @@ class HybridDrafter:
         """
         req_ids = list(input_batch.req_ids[: len(sampled_token_ids)])
         self._observe(req_ids, sampled_token_ids, num_draft)
-        if (
-            not drafting
-        ):  # over the batch cap, or the cost rule: nobody drafts, the tree learns later
+        # Over the batch cap, or held back by the cost rule: nobody drafts, the tree learns later.
+        if not drafting:
             for req_id in req_ids:
                 self.last_source[req_id] = "none"
             self.chosen["none"] += len(req_ids)
