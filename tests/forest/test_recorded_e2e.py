@@ -1,9 +1,13 @@
-"""The end-to-end forest criteria replayed on the H200 run of 2026-12-02 (no GPU).
+"""The end-to-end forest criteria replayed on recorded H200 runs (no GPU).
 
-The recorded results (bench/forest/e2e_2026-12-02.json.xz: FLASH_ATTN twice, vLLM's own
-cascade, forest) are real engine outputs; replaying them keeps the GPU test's criteria and
-tests/gpu/greedy_compare.py honest between GPU runs: a change that would reject this
-known run, or accept a forest run that no longer equals vLLM's cascade, fails here.
+The recorded results are real engine outputs:
+- bench/forest/e2e_2026-12-02.json.xz: FLASH_ATTN twice, vLLM's own cascade, forest;
+- bench/forest/e2e-full-graphs_2026-12-03e.json.xz: the same four, plus FLASH_ATTN in
+  ``FULL_AND_PIECEWISE`` graphs and forest's static plans in full graphs.
+Replaying them keeps the GPU test's criteria and tests/gpu/greedy_compare.py honest
+between GPU runs: a change that would reject a known-good run, or accept a forest run
+that no longer equals vLLM's cascade or that leaves FLASH_ATTN at a wider tie than
+vLLM's cascade does, fails here.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "bench" / "forest" / "e2e_2026-12-02.json.xz"
+FULL_GRAPHS_RECORD = ROOT / "bench" / "forest" / "e2e-full-graphs_2026-12-03e.json.xz"
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +38,11 @@ def gpu_tests():
 @pytest.fixture(scope="module")
 def runs() -> dict:
     return json.loads(lzma.decompress(RECORD.read_bytes()))
+
+
+@pytest.fixture(scope="module")
+def full_graph_runs() -> dict:
+    return json.loads(lzma.decompress(FULL_GRAPHS_RECORD.read_bytes()))
 
 
 def _args(runs):
@@ -69,4 +79,44 @@ def test_a_rollout_leaving_flash_attn_at_a_wide_gap_is_caught(gpu_tests, runs):
     with pytest.raises(AssertionError):
         gpu_tests.test_greedy_rollouts_match_flash_attn_or_diverge_no_more_than_vllms_cascade(
             upstream, broken, cascade
+        )
+
+
+def test_recorded_full_graph_run_meets_the_criteria_for_piecewise_forest(
+    gpu_tests, full_graph_runs
+):
+    """The second recorded run's piecewise forest passes both criteria, as on the device."""
+    upstream, forest, cascade = _args(full_graph_runs)
+    gpu_tests.test_one_prefix_group_is_vllms_own_cascade_bit_for_bit(upstream, forest, cascade)
+    gpu_tests.test_greedy_rollouts_match_flash_attn_or_diverge_no_more_than_vllms_cascade(
+        upstream, forest, cascade
+    )
+
+
+def test_flash_attn_in_full_graphs_is_bit_for_bit_its_piecewise_self(full_graph_runs):
+    """The recorded evidence that graph mode alone moves nothing here: FLASH_ATTN's ids and
+    logprobs in full decode graphs equal its piecewise ones on both workloads, so what
+    forest's static plans change is theirs (the reason ``full_cuda_graphs`` stays
+    experimental, README and bench/forest/RESULTS.md)."""
+    piecewise, full = full_graph_runs["upstream-a"], full_graph_runs["upstream-full-graphs"]
+    assert full["config"] == piecewise["config"] == "flash"
+    for workload in ("rollouts", "one_prefix"):
+        assert full[workload]["outputs"] == piecewise[workload]["outputs"], workload
+        assert full[workload]["logprobs"] == piecewise[workload]["logprobs"], workload
+
+
+def test_recorded_static_plans_fail_the_tie_rule(gpu_tests, full_graph_runs):
+    """Forest's static plans in full graphs left FLASH_ATTN (same graph mode) at a first
+    divergence wider than any vLLM's cascade makes (gap 1.75 against 1.5): the rule of
+    the GPU test rejects the run. A loosened rule or comparison would accept it."""
+    greedy_compare = gpu_tests.greedy_compare
+    upstream, _, cascade = _args(full_graph_runs)
+    static = full_graph_runs["forest-static-full"]["rollouts"]
+    assert static["forest_stats"]["static_full_grouped"] > 0  # the static path really ran
+    comparison = greedy_compare.compare(full_graph_runs["upstream-full-graphs"]["rollouts"], static)
+    baseline = greedy_compare.compare(upstream[0]["one_prefix"], cascade["one_prefix"])
+    assert max(comparison.gaps()) > max(baseline.gaps())
+    with pytest.raises(AssertionError):
+        gpu_tests._assert_within_the_cascade_tie_rule(
+            comparison, gpu_tests._share(upstream[0]["rollouts"], upstream[1]["rollouts"]), baseline
         )

@@ -103,3 +103,76 @@ def test_the_session_plans_parse_and_fit_a_call(name: str):
     assert len(steps) >= 3
     assert all(len(s) == 3 and 0 < int(s[1]) <= 560 for s in steps)
     assert len({s[0] for s in steps}) == len(steps)
+
+
+# Host cores of the machine each committed plan is written for (the device tool's kinds:
+# nvidia-h200 has 16, nvidia-h200-x2 has 32).
+PLAN_HOST_CORES = {"next.plan": 16, "sp2.plan": 32}
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _bench_module(relative: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, BENCH / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pinned_engines(command: str) -> list[tuple[str, int, int]]:
+    """(bench, engines run side by side, cores pinned per engine) for each pinning bench
+    call in a step's command, counted the way the benches themselves count them."""
+    import argparse
+    import shlex
+
+    found = []
+    for part in command.split("&&"):
+        words = shlex.split(part.split(">")[0])
+        if "--pin-cpus" not in words:
+            continue
+        pin = int(words[words.index("--pin-cpus") + 1])
+        if "bench/forest/device_bench.sh" in words:
+            forest = _bench_module("forest/forest_speed.py")
+            engines = len(forest.bench_configs("--with-fork" in words))
+            found.append(("forest", engines, pin))
+        elif "bench/spec/device_bench.sh" in words:
+            spec = _bench_module("spec/gpu_speed.py")
+            # device_bench.sh passes both speculators; --configs picks among them.
+            args = argparse.Namespace(mlp="m", lstm="l", suffix_tokens=8, disable_by_batch_size=0)
+            wanted = words[words.index("--configs") + 1] if "--configs" in words else ""
+            found.append(("spec", len(spec.select_configs(spec.spec_configs(args), wanted)), pin))
+        else:
+            raise AssertionError(f"--pin-cpus in a command this test does not know: {part}")
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(PLAN_HOST_CORES))
+def test_the_plans_pinned_engines_fit_the_device_host(name: str):
+    """A bench refuses, on the device, engines x pinned cores that leave no core for its
+    parent; a step asking for that wastes a device call. Checked here with the benches'
+    own engine counts and core split, against the host the plan is for."""
+    core_sets = _bench_module("engine_proc.py").core_sets
+    plan = Path(__file__).with_name("plans") / name
+    cores = range(PLAN_HOST_CORES[name])
+    for line in plan.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        step, _, command = line.split(maxsplit=2)
+        for bench, engines, pin in _pinned_engines(command):
+            try:
+                core_sets(engines, pin, cores)
+            except ValueError as err:
+                pytest.fail(f"{name}: step {step} ({bench} bench): {err}")
+
+
+def test_the_pinning_check_catches_four_engines_of_four_cores_on_sixteen():
+    """The step that failed on the device: noshare with the fork engine at --pin-cpus 4."""
+    command = "bash bench/forest/device_bench.sh 540 noshare --no-profile --pin-cpus 4 --with-fork"
+    assert _pinned_engines(command) == [("forest", 4, 4)]
+    with pytest.raises(ValueError, match="do not fit"):
+        _bench_module("engine_proc.py").core_sets(4, 4, range(16))
+    spec = (
+        "bash bench/spec/device_bench.sh bench small-llama one --configs none,hybrid --pin-cpus 2"
+    )
+    assert _pinned_engines(spec) == [("spec", 2, 2)]
