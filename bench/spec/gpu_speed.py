@@ -106,6 +106,10 @@ def spec_configs(args) -> dict[str, dict | None]:
     for cfg in configs.values():
         if cfg is not None and args.disable_by_batch_size:
             cfg["disable_by_batch_size"] = args.disable_by_batch_size
+    # The speculator's engine capped at one request, so it never drafts: what a step
+    # without drafts costs an engine built to speculate, set beside none and none-sync.
+    if "arctic-mlp" in configs:
+        configs["arctic-mlp-never"] = dict(configs["arctic-mlp"], disable_by_batch_size=1)
     return configs
 
 

@@ -49,8 +49,12 @@ def test_configs_offer_every_row_and_the_batch_cap():
     configs = gpu_speed.spec_configs(Args)
     assert list(configs) == [
         "none", "none-sync", "arctic-mlp", "arctic-lstm", "suffix", "suffix-piecewise", "hybrid",
-        "arctic-mlp-always", "hybrid-always",
+        "arctic-mlp-always", "hybrid-always", "arctic-mlp-never",
     ]  # fmt: skip
+    # Never drafting: the speculator's engine with a batch cap of one, whatever the run's cap.
+    never = dict(configs["arctic-mlp-never"])
+    assert never.pop("disable_by_batch_size") == 1
+    assert never == {k: v for k, v in configs["arctic-mlp"].items() if k != "disable_by_batch_size"}
     # The cost rule's pairs: the same engine with the rule off, nothing else changed.
     for name in ("arctic-mlp", "hybrid"):
         always = dict(configs[f"{name}-always"])
