@@ -9,7 +9,7 @@
 # Builds the model once (/opt/models/small-llama-8k), starts the engines (three, four with
 # --with-fork) and measures workloads while they fit in BUDGET_S (default 480), keeps each
 # finished workload in /tmp/forest-runs (a later call continues with the missing ones) and
-# copies runs, engine logs, results.json and RESULTS.md to $OUT. Exit 1 while workloads are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
+# copies runs, the engine logs (one archive), results.json and RESULTS.md to $OUT. Exit 1 while workloads are missing. On a fresh machine, put returned forest-runs/*.json into bench/forest/runs/.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
 budget="${1:-480}"
@@ -36,5 +36,16 @@ python3 bench/forest/forest_speed.py --model "$model" --runs "$runs" --budget-s 
     --workloads "$workloads" --out "$OUT/forest-results.json" --md "$OUT/forest-RESULTS.md" \
     "$@" 2>&1 | tee "$OUT/forest-bench.log"
 rc="${PIPESTATUS[0]}"
-mkdir -p "$OUT/forest-runs$suffix" && cp "$runs"/* "$OUT/forest-runs$suffix/" 2>/dev/null
+# A call returns at most 8 files from $OUT, in name order: the per-workload runs (the
+# per-phase numbers) go as files, the engine logs as one archive, so neither crowds out
+# the other.
+mkdir -p "$OUT/forest-runs$suffix" && cp "$runs"/*.json "$OUT/forest-runs$suffix/" 2>/dev/null
+python3 -c '
+import pathlib, sys, tarfile
+logs = sorted(pathlib.Path(sys.argv[1]).glob("*.log"))
+if logs:
+    with tarfile.open(sys.argv[2], "w:xz") as archive:
+        for log in logs:
+            archive.add(log, arcname=log.name)
+' "$runs" "$OUT/forest-engine-logs$suffix.tar.xz"
 exit "$rc"
