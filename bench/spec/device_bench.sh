@@ -6,7 +6,8 @@
 #   bash bench/spec/device_bench.sh test               # tests/gpu/test_spec_gpu.py on the trained ones
 #   bash bench/spec/device_bench.sh bench MODEL_NAME WORKLOADS [ARGS]  # gpu_speed.py (one, batch32 or one,batch32)
 #     (with --budget S a run that does not fit one call exits 75 and resumes;
-#      --configs NAMES runs only those rows, none among them)
+#      --configs NAMES runs only those rows, none among them, and names the run:
+#      spec-MODEL-WORKLOADS[-ROWS].{json,log} in $OUT)
 # Speculators live in /tmp/spec (kept while the machine is warm); logs and JSON go to $OUT.
 set -uo pipefail
 OUT="${OUT:-/tmp/gpu-out}"
@@ -33,8 +34,16 @@ case "$what" in
     # The run's JSON lives in /tmp/spec-runs (kept while the machine is warm), so a call
     # that its --budget stopped (exit 75) resumes there; each call copies it to $OUT.
     model="${1:-copy-llama}"; wl="${2:-one}"; short="${model%-llama}"; shift 2 || shift || true
-    runs=/tmp/spec-runs; mkdir -p "$runs"
+    runs="${SPEC_RUNS:-/tmp/spec-runs}"; mkdir -p "$runs"
     run="spec-$short-${wl//,/-}"  # one,batch32 -> one-batch32: plain file names come back
+    # Runs of other rows on the same model and workloads are other runs (a resumed run
+    # refuses other arguments): --configs A,B names them apart.
+    prev=""
+    for arg in "$@"; do
+      [ "$prev" = "--configs" ] && run="$run-${arg//,/-}"
+      case "$arg" in --configs=*) v="${arg#--configs=}"; run="$run-${v//,/-}" ;; esac
+      prev="$arg"
+    done
     python3 bench/spec/gpu_speed.py --model "/opt/models/$model" --mlp "$SPEC/$short-mlp" \
       --lstm "$SPEC/$short-lstm" --workloads "$wl" --out "$runs/$run.json" "$@" \
       2>&1 | tee -a "$runs/$run.log"

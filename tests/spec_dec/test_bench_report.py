@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -215,3 +217,30 @@ def test_pinning_more_cores_than_there_are_exits_2_before_starting_engines(tmp_p
     err = capsys.readouterr().err
     assert "--pin-cpus" in err and "pin fewer cores per engine" in err
     assert not (tmp_path / "o.logs").exists()
+
+
+def test_device_script_names_runs_of_other_rows_apart_and_passes_the_exit_code(tmp_path):
+    """Two runs of one model and workload with other --configs must not share a file (a
+    resumed run refuses other arguments, exit 2, which would cost a device call); and
+    the script must hand gpu_speed.py's exit status to the session runner."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(
+        os.environ,
+        OUT=str(tmp_path / "out"),
+        SPEC_RUNS=str(tmp_path / "runs"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    )
+
+    def bench(*args: str) -> subprocess.CompletedProcess:
+        command = ["bash", "bench/spec/device_bench.sh", "bench", "copy-llama", "one", *args]
+        return subprocess.run(
+            command, cwd=root, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    # A typo in the rows: gpu_speed.py refuses before it starts an engine (exit 2).
+    first = bench("--configs", "none,sufix")
+    second = bench("--configs=none,hybird")
+    assert first.returncode == 2 and second.returncode == 2, first.stdout + second.stdout
+    logs = sorted(p.name for p in (tmp_path / "out").glob("*.log"))
+    assert logs == ["spec-copy-one-none-hybird.log", "spec-copy-one-none-sufix.log"]
+    assert "unknown sufix" in (tmp_path / "out" / "spec-copy-one-none-sufix.log").read_text()
