@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from forest_workloads import make_workloads  # noqa: E402
+from host_profile import host_profile  # noqa: E402
 
 CONFIGS = ("flash", "cascade", "forest", "fork")
 #: The configurations with the plugin on (the others are vLLM's own FlashAttention).
@@ -134,43 +135,7 @@ def _profile(llm, workload) -> dict:
         "index_gather_us_per_step": index_us / steps,
         "gpu_us_total": total_us,
         "attention_kernels_us": dict(sorted(kernels.items(), key=lambda kv: -kv[1])[:12]),
-        "host": _host_profile(llm, workload, steps),
-    }
-
-
-def _host_profile(llm, workload, steps: int, top: int = 25) -> dict:
-    """Where an in-process engine's host time goes: one more round under cProfile.
-
-    The engine is host-bound (a step takes longer than its GPU work), so the question is
-    which Python functions fill the step. cProfile slows Python-heavy code, so the wall
-    time under it overstates the step; the shares between functions are what to read."""
-    import cProfile
-    import pstats
-
-    prof = cProfile.Profile()
-    start = time.perf_counter()
-    prof.enable()
-    _round(llm, workload)
-    prof.disable()
-    wall = time.perf_counter() - start
-    table = pstats.Stats(prof).stats  # (file, line, name) -> (cc, calls, self s, total s, ...)
-
-    def rows(column: int) -> list[dict]:
-        ranked = sorted(table.items(), key=lambda kv: -kv[1][column])[:top]
-        return [
-            {
-                "function": f"{Path(file).name}:{line}:{name}",
-                "calls_per_step": calls / steps,
-                "self_ms_per_step": self_s * 1e3 / steps,
-                "total_ms_per_step": total_s * 1e3 / steps,
-            }
-            for (file, line, name), (_, calls, self_s, total_s, _) in ranked
-        ]
-
-    return {
-        "wall_ms_per_step_under_cprofile": wall * 1e3 / steps,
-        "by_self_time": rows(2),
-        "by_total_time": rows(3),
+        "host": host_profile(lambda: _round(llm, workload), steps=steps),
     }
 
 

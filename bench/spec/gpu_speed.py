@@ -50,6 +50,7 @@ model registry is commented out, and the model class keeps only ``__init__`` and
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -60,6 +61,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine_proc import EngineProcess, engine_cpus  # noqa: E402
+from host_profile import STEP_FUNCTION, host_profile  # noqa: E402
 
 WORKLOADS = {"one": 1, "batch32": 32}
 COUNTERS = {
@@ -177,20 +179,31 @@ def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> 
                 got[COUNTERS[m.name]] += float(m.value)
         return got
 
+    def one_round(cmd: dict, sp, seed: int) -> int:
+        prompts = prompts_for(vocab, cmd["batch"], cmd["prompt_len"], seed)
+        outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sp, use_tqdm=False)
+        return sum(len(o.outputs[0].token_ids) for o in outs)
+
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
         sp = SamplingParams(temperature=0.0, max_tokens=cmd["max_tokens"], ignore_eos=True)
+        if cmd.get("profile"):
+            # One more round under cProfile, its steps counted by the runner's calls.
+            try:
+                answer = {"profile": host_profile(
+                    functools.partial(one_round, cmd, sp, round_seed(cmd["seed"], 0)),
+                    step_function=STEP_FUNCTION,
+                )}  # fmt: skip
+            except ValueError as err:  # no step seen: say so, keep serving
+                answer = {"profile": {"error": str(err)}}
+            print(json.dumps(answer), flush=True)
+            continue
         before, t_before = counters(), llm.collective_rpc(_proposer_timing)[0]
         start = time.perf_counter()
         generated = rounds = 0
         while rounds == 0 or time.perf_counter() - start < cmd["min_seconds"]:
-            seed = round_seed(cmd["seed"], rounds)
-            prompts = prompts_for(vocab, cmd["batch"], cmd["prompt_len"], seed)
-            outs = llm.generate(
-                [TokensPrompt(prompt_token_ids=p) for p in prompts], sp, use_tqdm=False
-            )
-            generated += sum(len(o.outputs[0].token_ids) for o in outs)
+            generated += one_round(cmd, sp, round_seed(cmd["seed"], rounds))
             rounds += 1
         elapsed = time.perf_counter() - start
         after, t_after = counters(), llm.collective_rpc(_proposer_timing)[0]
@@ -273,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.0, help="seconds; 0: no limit")
     ap.add_argument("--pin-cpus", type=int, default=0, metavar="K",
                     help="give each engine K host cores of its own (0: share them all)")  # fmt: skip
+    ap.add_argument("--host-profile", action="store_true",
+                    help="after the timed repetitions, one more round per engine and workload "
+                    "under cProfile: host ms per engine step by function")  # fmt: skip
     args = ap.parse_args(argv)
     if args.serve:
         model, spec, util, engine = args.serve
@@ -297,12 +313,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    # Host profiles (--host-profile), "workload/config" -> host_profile's result.
+    profiles: dict = json.loads(args.out.read_text()).get("host_profiles", {}) if rows else {}
 
     def write_report() -> dict:
         """Written after every repetition, so a call cut short keeps what it measured."""
         done = [r for r in rows if _complete(rows, r, names)]
         report = {"args": run_args, "configs": configs, "engine_args": ENGINE_ARGS,
                   "rows": rows, "summary": summarise(done, names, _measured(done, workloads))}  # fmt: skip
+        if args.host_profile:
+            report["host_profiles"] = profiles
         tmp = args.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(report, indent=2))
         tmp.replace(args.out)
@@ -314,15 +334,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --pin-cpus: {err}", file=sys.stderr)
         return 2
     todo = missing_repetitions(workloads, args.reps, rows)
-    if todo:
-        finished = measure(args, configs, cpus, workloads, todo, rows, write_report)
+    unprofiled = [f"{w}/{n}" for w in workloads for n in names] if args.host_profile else []
+    unprofiled = [key for key in unprofiled if key not in profiles]
+    if todo or unprofiled:
+        finished = measure(args, configs, cpus, workloads, todo, rows, write_report, profiles)
         if not finished:
             print(f"budget of {args.budget:.0f} s reached; run the same command again to go on")
             return RESUMABLE
     report = write_report()
     for key, s in report["summary"].items():
         print(key, json.dumps(s))
+    for key, profile in profiles.items():
+        print(f"host profile {key}: {profile_line(profile)}")
     return 0
+
+
+def profile_line(profile: dict, top: int = 5) -> str:
+    """One line of a host profile: wall ms per step under cProfile, the largest self times."""
+    if "error" in profile:
+        return f"not profiled ({profile['error']})"
+    rows = ", ".join(
+        f"{r['function']} {r['self_ms_per_step']:.2f}" for r in profile["by_self_time"][:top]
+    )
+    return (
+        f"{profile['wall_ms_per_step_under_cprofile']:.2f} ms a step under cProfile over "
+        f"{profile['steps']} steps; largest self ms per step: {rows}"
+    )
 
 
 def missing_repetitions(workloads: dict, reps: int, rows: list[dict]) -> list[tuple[str, int]]:
@@ -342,9 +379,11 @@ def earlier_rows(out: Path, run_args: dict, names: list[str]) -> list[dict]:
     return [r for r in rows if _complete(rows, r, names)]
 
 
-def measure(args, configs, cpus, workloads, todo, rows, write_report) -> bool:
+def measure(args, configs, cpus, workloads, todo, rows, write_report, profiles=None) -> bool:
     """Run the missing repetitions, interleaved; False if the budget stopped it early.
-    ``cpus``: each configuration's CPU set, in order (None: not pinned)."""
+    ``cpus``: each configuration's CPU set, in order (None: not pinned). With
+    ``--host-profile``, then profile one round per engine and workload into ``profiles``
+    (after the timed phases, so that the profiler slows none of them)."""
     start = time.perf_counter()
     names = list(configs)
     logs = args.out.with_suffix(".logs")
@@ -388,6 +427,18 @@ def measure(args, configs, cpus, workloads, todo, rows, write_report) -> bool:
                 )
             write_report()
             rep_seconds = max(rep_seconds, time.perf_counter() - t0)
+        if args.host_profile and profiles is not None:
+            for wl in workloads:
+                cmd = dict(batch=workloads[wl], prompt_len=args.prompt_len,
+                           max_tokens=args.max_tokens, seed=args.reps + 1)  # fmt: skip
+                for name in names:
+                    if f"{wl}/{name}" in profiles:
+                        continue
+                    if wl not in warmed:  # warm-up, unprofiled, on the timed warm-up's prompts
+                        engines[name].run(min_seconds=0, **dict(cmd, seed=0))
+                    profiles[f"{wl}/{name}"] = engines[name].run(profile=True, **cmd)["profile"]
+                warmed.add(wl)
+            write_report()
     finally:
         for e in engines.values():
             e.close()

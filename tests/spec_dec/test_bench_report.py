@@ -157,14 +157,26 @@ def test_no_earlier_run_means_every_repetition(tmp_path):
     assert gpu_speed.earlier_rows(tmp_path / "none.json", {}, ["none"]) == []
 
 
-def _fake_engines(clock: ManualClock, started: list[str], argvs: list[list[str]]):
+def _fake_engines(
+    clock: ManualClock, started: list[str], argvs: list[list[str]], commands: list | None = None
+):
+    """Engines that answer at once; each command lands in ``commands`` as (name, phase
+    length or "profile", prompt seed)."""
+    commands = [] if commands is None else commands
+
     class FakeEngine:
         def __init__(self, name, argv, log):
             started.append(name)
             argvs.append(argv)
             clock.now += 5.0
 
-        def run(self, min_seconds, **cmd):
+        def run(self, min_seconds=0.0, profile=False, **cmd):
+            commands.append((self.name, "profile" if profile else min_seconds, cmd["seed"]))
+            if profile:
+                return {"profile": {"steps": 3, "wall_ms_per_step_under_cprofile": 4.0,
+                                    "by_self_time": [{"function": f"{self.name}.py:1:step",
+                                                      "self_ms_per_step": 1.5}],
+                                    "by_total_time": []}}  # fmt: skip
             clock.now += min_seconds
             tps = 100.0 * (1 + (self.name != "none"))
             return dict(seconds=min_seconds, rounds=1, tokens=tps * min_seconds, tok_per_s=tps,
@@ -244,3 +256,48 @@ def test_device_script_names_runs_of_other_rows_apart_and_passes_the_exit_code(t
     logs = sorted(p.name for p in (tmp_path / "out").glob("*.log"))
     assert logs == ["spec-copy-one-none-hybird.log", "spec-copy-one-none-sufix.log"]
     assert "unknown sufix" in (tmp_path / "out" / "spec-copy-one-none-sufix.log").read_text()
+
+
+def test_host_profiles_follow_the_timed_phases_and_a_resumed_run_takes_only_the_missing(
+    tmp_path, monkeypatch, capsys
+):
+    clock, started, argvs, commands = ManualClock(), [], [], []
+    monkeypatch.setattr(gpu_speed, "EngineProcess", _fake_engines(clock, started, argvs, commands))
+    monkeypatch.setattr(gpu_speed.time, "perf_counter", clock)
+    out = tmp_path / "run.json"
+    argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--reps", "2",
+            "--min-phase", "10", "--configs", "none,suffix", "--host-profile"]  # fmt: skip
+    assert gpu_speed.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert sorted(report["host_profiles"]) == ["one/none", "one/suffix"]
+    # Every profile after the last timed phase, on prompts no timed phase served.
+    last_timed = max(i for i, c in enumerate(commands) if c[1] == 10)
+    profiled = [(i, c) for i, c in enumerate(commands) if c[1] == "profile"]
+    assert [c[0] for _, c in profiled] == ["none", "suffix"]
+    assert all(i > last_timed for i, _ in profiled)
+    timed_seeds = {c[2] for c in commands if c[1] != "profile"}
+    assert all(c[2] not in timed_seeds for _, c in profiled)
+    printed = capsys.readouterr().out
+    assert "host profile one/suffix: 4.00 ms a step under cProfile over 3 steps" in printed
+    assert "suffix.py:1:step 1.50" in printed
+
+    # Complete: the same command starts nothing.
+    started.clear()
+    assert gpu_speed.main(argv) == 0
+    assert started == []
+
+    # Profiles lost (a call cut short after the phases): only the profiles run again.
+    del report["host_profiles"]["one/suffix"]
+    out.write_text(json.dumps(report))
+    commands.clear()
+    assert gpu_speed.main(argv) == 0
+    assert [c[1] for c in commands] == [0, "profile"]  # the suffix engine: warm-up, profile
+    assert {c[0] for c in commands} == {"suffix"}
+    # The warm-up must not serve the profiled prompts (suffix decoding would cache them).
+    assert commands[0][2] != commands[1][2]
+    assert sorted(json.loads(out.read_text())["host_profiles"]) == ["one/none", "one/suffix"]
+
+
+def test_a_profile_that_saw_no_step_is_reported_as_not_profiled():
+    line = gpu_speed.profile_line({"error": "the profiled run made no steps"})
+    assert line == "not profiled (the profiled run made no steps)"
