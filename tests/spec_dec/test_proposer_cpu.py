@@ -111,6 +111,17 @@ def test_disable_by_batch_size_turns_drafting_off(make_proposer, monkeypatch):
     ] == [3, 3]
 
 
+def test_a_cap_of_one_never_drafts_even_for_one_request(make_proposer, monkeypatch):
+    """The bench's never-drafting engine (``disable_by_batch_size=1``): a config vLLM
+    accepts, and a proposer that drafts nothing for a lone request, step after step."""
+    proposer = make_proposer(num_speculative_tokens=3, disable_by_batch_size=1)
+    runner = _batch(monkeypatch, {"a": [1, 2]})
+    for token in (7, 8, 9):
+        sampled = runner.step({"a": [token]})
+        assert proposer.propose(sampled, torch.randn(1, HIDDEN), None, runner.batch) == [[]]
+    assert proposer.timing["calls"] == 3
+
+
 def test_hybrid_takes_suffix_drafts_where_the_text_repeats(make_proposer, monkeypatch):
     proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
     assert proposer.hybrid is not None and proposer.num_draft_tokens == 3
