@@ -229,3 +229,8 @@ def test_with_three_choices_the_probes_take_each_other_choice_in_turn():
     choices = [gate.choose(0, 1) for _ in range(32)]  # no rates: choice 0 is preferred
     assert choices[:16] == [0] * 12 + [1, 1, 2, 2]
     assert choices[16:] == choices[:16]
+
+
+def test_only_the_last_choice_drafts_nothing():
+    assert [DraftGate(choices=3).drafts_nothing(c) for c in range(3)] == [False, False, True]
+    assert [DraftGate().drafts_nothing(c) for c in range(2)] == [False, True]

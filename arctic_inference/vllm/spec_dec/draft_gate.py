@@ -128,6 +128,10 @@ class DraftGate:
         self._last = _Decision(now, bucket, choice)
         return choice
 
+    def drafts_nothing(self, choice: int) -> bool:
+        """Whether ``choice`` is the last one, which drafts nothing."""
+        return choice == self.choices - 1
+
     def pause(self) -> None:
         """A step the gate does not decide (e.g. over the batch cap): the next step's
         time is not attributed to any choice."""

@@ -226,7 +226,7 @@ class ArcticProposer:
             choice = shared_choice(mine, group, self.device)
         if choice > 0:
             self.timing["withheld"] += 1
-        if choice == self.gate.choices - 1:  # the last choice drafts nothing
+        if self.gate.drafts_nothing(choice):
             self.timing["undrafted"] += 1
         return choice
 
@@ -255,7 +255,7 @@ class ArcticProposer:
         choice = self._gate_choice(sampled_token_ids, capped)
         if choice > 0:
             plan = DraftPlan([], [])
-        undrafted = self.gate is not None and choice == self.gate.choices - 1
+        undrafted = self.gate is not None and self.gate.drafts_nothing(choice)
         if self.hybrid is None:
             arctic = self.propose_arctic(plan, sampled_token_ids, sample_hidden_states, num_draft)
             return [arctic.get(i, []) for i in range(len(sampled_token_ids))]
