@@ -4,6 +4,7 @@
 #   bash scripts/dev.sh test      the whole test suite against the real vLLM 0.26.0
 #   bash scripts/dev.sh py310     rebasekit's offline tests on the oldest supported Python
 #   bash scripts/dev.sh lint      ruff (lint and format check), rebasekit's import layering
+#   bash scripts/dev.sh room      whether the disk has room for the test install (exit 2 if not)
 # Both create ./.venv on first use and install what they need from the package registry.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,7 +26,28 @@ install_base() {
   "$PY" -m pip install -q -e "$ROOT"
 }
 
+# torch 2.11.0 (a CUDA build on PyPI) with its NVIDIA libraries and vLLM 0.26.0 take about
+# 8 GB in the venv; pip needs room to unpack on top of that.
+MIN_FREE_GB="${ARCTIC_INSTALL_MIN_FREE_GB:-10}"
+
+check_room_for_full_install() {
+  # Only a fresh install needs the room; an installed venv is reused as is.
+  if [ -x "$PY" ] && "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)" 2>/dev/null; then
+    return 0
+  fi
+  local target="$VENV"
+  while [ ! -e "$target" ]; do target="$(dirname "$target")"; done
+  local free_gb
+  free_gb="$(python3 -c "import shutil, sys; print(shutil.disk_usage(sys.argv[1]).free // 2**30)" "$target")"
+  if [ "$free_gb" -lt "$MIN_FREE_GB" ]; then
+    echo "scripts/dev.sh: installing torch 2.11.0 and vLLM 0.26.0 into $VENV needs about ${MIN_FREE_GB} GB free there; ${free_gb} GB is free." >&2
+    echo "Free some space, or set ARCTIC_VENV to a folder on a larger disk (ARCTIC_INSTALL_MIN_FREE_GB=0 skips this check)." >&2
+    exit 2
+  fi
+}
+
 install_full() {
+  check_room_for_full_install
   ensure_venv
   # torch first, pinned, so vLLM's resolver never picks another build.
   "$PY" -m pip install -q "$TORCH_PIN" "$VLLM_PIN"
@@ -59,6 +81,10 @@ case "$cmd" in
     # rebasekit's layering contracts ([tool.importlinter] in pyproject.toml).
     "$VENV/bin/lint-imports" --no-cache
     ;;
+  room)
+    check_room_for_full_install
+    echo "room for the full install (or it is already installed in $VENV)"
+    ;;
   py310)
     # rebasekit's base install on Python 3.10 (requires-python's floor): the declared base
     # dependencies only, the package from the source tree (no compiled plugin parts).
@@ -82,7 +108,7 @@ PYEOF
     PYTHONPATH="$ROOT" exec "$V310/bin/python" -m pytest tests/rebasekit -m "not network" -p no:cacheprovider "$@"
     ;;
   *)
-    echo "usage: bash scripts/dev.sh {analyze|test|lint|py310} [args...]" >&2
+    echo "usage: bash scripts/dev.sh {analyze|test|lint|room|py310} [args...]" >&2
     exit 2
     ;;
 esac
