@@ -17,13 +17,13 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from forest_workloads import make_workloads  # noqa: E402
 from host_profile import host_profile  # noqa: E402
+from phase import timed_phase  # noqa: E402
 
 CONFIGS = ("flash", "cascade", "forest", "fork")
 #: The configurations with the plugin on (the others are vLLM's own FlashAttention).
@@ -92,22 +92,6 @@ def _round(llm, workload) -> int:
     return sum(len(c.token_ids) for o in outs for c in o.outputs)
 
 
-def run_phase(
-    one_round: Callable[[], int],
-    rounds: int,
-    min_s: float,
-    clock: Callable[[], float] = time.perf_counter,
-) -> tuple[int, int, float]:
-    """(tokens, rounds run, seconds) of one timed phase: at least ``rounds`` rounds, and
-    on until the phase has lasted ``min_s`` (a phase sized from one round of the fastest
-    engine can otherwise come out short)."""
-    tokens, done, start = 0, 0, clock()
-    while done < rounds or clock() - start < min_s:
-        tokens += one_round()
-        done += 1
-    return tokens, done, clock() - start
-
-
 def _profile(llm, workload) -> dict:
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -171,15 +155,20 @@ def serve(args) -> None:
                 return {"error": "profiling needs the engine in this process (--in-process)"}
             return {"profile": _profile(llm, workload)}
         before = stats()
-        tokens, rounds, elapsed = run_phase(
-            lambda: _round(llm, workload), cmd["rounds"], cmd.get("min_s", 0.0)
+        phase = timed_phase(
+            lambda _k: _round(llm, workload),
+            min_rounds=cmd["rounds"],
+            min_seconds=cmd.get("min_s", 0.0),
         )
         after = stats()
+        record = phase.record()
         return {
-            "tokens": tokens,
-            "rounds": rounds,
-            "elapsed_s": elapsed,
-            "tokens_per_s": tokens / elapsed,
+            "tokens": phase.tokens,
+            "rounds": phase.rounds,
+            "elapsed_s": phase.seconds,
+            "tokens_per_s": phase.tokens_per_s,
+            "round_seconds": record["round_seconds"],
+            "stall_share": record["stall_share"],
             "forest_planned_steps": after["planned"] - before["planned"],
             "forest_full_graph_steps": after["static_full_grouped"] - before["static_full_grouped"],
         }

@@ -13,7 +13,9 @@ workload's runs land in ``--runs/<workload>.json``, so a session cut short
 workload and configuration, the median tokens/s with min and max, the ratio to
 ``flash`` within each repetition (median, min, max), and for the rollouts the profiled
 attention-kernel time per decode step with the KV traffic it implies against the H200's
-bandwidth. ``flash`` and ``cascade`` run with the plugin off (vLLM's own FlashAttention);
+bandwidth, and how far the repetitions spread, (max - min) / median, with the most of
+any phase spent in stalled rounds (each phase keeps its rounds' times,
+``bench/phase.py``). ``flash`` and ``cascade`` run with the plugin off (vLLM's own FlashAttention);
 ``forest`` with it on. ``--with-fork`` adds a fourth engine, ``fork``: the plugin on
 without a forest config, so ``fork / flash`` is the plugin's own cost per step and
 ``forest / fork`` forest's alone.
@@ -40,6 +42,7 @@ sys.path.insert(0, str(HERE.parent))
 from engine_proc import EngineProcess, engine_cpus  # noqa: E402
 from forest_engine import CONFIGS, PLUGIN_ON, SEEDED_SAMPLING  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
+from phase import spread  # noqa: E402
 
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
 
@@ -209,7 +212,14 @@ def _stats(values: list[float]) -> dict:
         "min": min(values),
         "max": max(values),
         "n": len(values),
+        "spread": spread(values),
     }
+
+
+def _stall_share_max(runs: list[dict]) -> float | None:
+    """The most of any phase's time in stalled rounds; None if a run kept no round times."""
+    shares = [r.get("stall_share") for r in runs]
+    return None if not shares or any(v is None for v in shares) else max(shares)
 
 
 def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
@@ -227,6 +237,10 @@ def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
             entry[f"{config}_forest_steps"] = sum(
                 r["forest_planned_steps"] for r in runs if r["config"] == config
             )
+            if values:
+                entry[f"{config}_stall_share_max"] = _stall_share_max(
+                    [r for r in runs if r["config"] == config]
+                )
         by_rep = {(r["rep"], r["config"]): r["tokens_per_s"] for r in runs}
         reps = sorted({r["rep"] for r in runs})
         for config, base in RATIOS:
@@ -289,6 +303,23 @@ def markdown(summary: dict) -> str:
         cells.append(f"{entry['rounds']}, {shortest:.1f} s")
         cells.append(", ".join(str(entry[f"{c}_forest_steps"]) for c in configs))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Spread of the repetitions, (max - min) / median, and the most of any phase"
+        " spent in stalled rounds (slower than 1.5x the phase's median round):",
+        "",
+    ]
+    for name, entry in summary["workloads"].items():
+        parts = [
+            f"{a} / {b} {entry[f'{a}_vs_{b}']['spread']:.0%}"
+            for a, b in ratios
+            if f"{a}_vs_{b}" in entry
+        ]
+        for config in configs:
+            share = entry.get(f"{config}_stall_share_max")
+            if config in entry:
+                parts.append(f"{config} stalls {'unknown' if share is None else f'{share:.0%}'}")
+        lines.append(f"- {name}: " + ", ".join(parts))
     resumed = summary.get("resumed") or {}
     if resumed:
         lines += [

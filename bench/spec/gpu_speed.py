@@ -15,7 +15,11 @@ prompt is served twice (a suffix cache that has seen a request's earlier
 answer drafts it whole, which measures a replay, not the workload). Per phase: generated tokens / s, and from vLLM's counters the
 drafts, drafted and accepted tokens (accepted tokens per step = 1 + accepted /
 drafts; draft acceptance = accepted / drafted); for the arctic engines the
-proposer's own time per call (``ArcticProposer.timing``).
+proposer's own time per call (``ArcticProposer.timing``); and each round's wall time,
+with the share of the phase spent in rounds far slower than its median one
+(``bench/phase.py``), so that a repetition that disagrees with the others shows whether
+a few rounds stalled or the whole phase ran slower. The summary gives the spread of the
+repetitions, (max - min) / median, of each speedup and of each engine's own rate.
 
 ``suffix-piecewise`` is ``suffix`` with ``cudagraph_mode=FULL_AND_PIECEWISE``, vLLM's
 default, which the plugin replaces by ``FULL`` for arctic and suffix engines
@@ -62,6 +66,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine_proc import EngineProcess, engine_cpus  # noqa: E402
 from host_profile import STEP_FUNCTION, host_profile  # noqa: E402
+from phase import spread, timed_phase  # noqa: E402
 
 WORKLOADS = {"one": 1, "batch32": 32}
 COUNTERS = {
@@ -200,20 +205,17 @@ def serve(model: str, spec: dict | None, gpu_util: float, engine_args: dict) -> 
             print(json.dumps(answer), flush=True)
             continue
         before, t_before = counters(), llm.collective_rpc(_proposer_timing)[0]
-        start = time.perf_counter()
-        generated = rounds = 0
-        while rounds == 0 or time.perf_counter() - start < cmd["min_seconds"]:
-            generated += one_round(cmd, sp, round_seed(cmd["seed"], rounds))
-            rounds += 1
-        elapsed = time.perf_counter() - start
+        phase = timed_phase(
+            lambda k, cmd=cmd, sp=sp: one_round(cmd, sp, round_seed(cmd["seed"], k)),
+            min_seconds=cmd["min_seconds"],
+        )
         after, t_after = counters(), llm.collective_rpc(_proposer_timing)[0]
         delta = {k: after[k] - before[k] for k in after}
         spent = {k: t_after.get(k, 0) - t_before.get(k, 0)
                  for k in ("calls", "seconds", "withheld", "undrafted")}  # fmt: skip
         calls = spent["calls"]
         print(json.dumps({
-            "seconds": elapsed, "rounds": rounds, "tokens": generated,
-            "tok_per_s": generated / elapsed,
+            **phase.record(),
             "propose_ms": 1000 * spent["seconds"] / calls if calls else None,
             "withheld_share": spent["withheld"] / calls if calls else None,
             "undrafted_share": spent["undrafted"] / calls if calls else None,
@@ -225,6 +227,10 @@ def _median_of(rows: list[dict], key: str) -> float | None:
     """Median of ``key`` over the rows that have it (phases without a proposer have none)."""
     values = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(values) if values else None
+
+
+def _max_or_none(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else max(values)
 
 
 def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
@@ -242,6 +248,13 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
                 "speedup_median": statistics.median(ratios),
                 "speedup_min": min(ratios),
                 "speedup_max": max(ratios),
+                # (max - min) / median over the repetitions, of the speedup and of the
+                # engine's own rate; the bench aims for both under 0.05.
+                "speedup_spread": spread(ratios),
+                "tok_per_s_spread": spread([r["tok_per_s"] for r in mine]),
+                # The most of any phase's time that went to stalled rounds (None when
+                # a row comes from a run that kept no round times).
+                "stall_share_max": _max_or_none([r.get("stall_share") for r in mine]),
                 "phase_seconds_min": min(r["seconds"] for r in mine),
                 "accepted_per_step": 1 + accepted / drafts if drafts else None,
                 "draft_acceptance": accepted / drafted if drafted else None,
@@ -422,7 +435,8 @@ def measure(args, configs, cpus, workloads, todo, rows, write_report, profiles=N
                 r = engines[name].run(min_seconds=args.min_phase, **dict(cmd, seed=rep + 1))
                 rows.append({"workload": wl, "config": name, "rep": rep, **r})
                 print(
-                    f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s",
+                    f"{wl} rep {rep} {name}: {r['tok_per_s']:.0f} tok/s in {r['seconds']:.1f} s"
+                    f" ({r['rounds']} rounds, {100 * r['stall_share']:.0f} % of it in stalls)",
                     flush=True,
                 )
             write_report()

@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "spec"))
 import gpu_speed  # noqa: E402
+from phase import Phase  # noqa: E402
 
 from tests.spec_dec.conftest import ManualClock  # noqa: E402
 
@@ -42,6 +45,15 @@ def test_ratios_are_taken_per_repetition():
     assert s["propose_ms_median"] == 2.0 and s["phase_seconds_min"] == 10.0
     assert s["withheld_share_median"] == 0.5 and s["undrafted_share_median"] == 0.25
     assert gpu_speed.summarise(rows, ["none"])["batch32/none"]["accepted_per_step"] is None
+    # Spreads over the repetitions: speedups 3.0, 1.5, 2.5; rates 300, 300, 250.
+    assert s["speedup_spread"] == pytest.approx(1.5 / 2.5)
+    assert s["tok_per_s_spread"] == pytest.approx(50 / 300)
+    # These rows kept no round times: their stalls are unknown, not zero.
+    assert s["stall_share_max"] is None
+    for row, share in zip((r for r in rows if r["config"] == "arctic-mlp"), (0.1, 0.3, 0.0) * 2):
+        row["stall_share"] = share
+    timed = gpu_speed.summarise(rows, ["none", "arctic-mlp"])["one/arctic-mlp"]
+    assert timed["stall_share_max"] == 0.3
 
 
 def test_configs_offer_every_row_and_the_batch_cap():
@@ -179,8 +191,10 @@ def _fake_engines(
                                     "by_total_time": []}}  # fmt: skip
             clock.now += min_seconds
             tps = 100.0 * (1 + (self.name != "none"))
-            return dict(seconds=min_seconds, rounds=1, tokens=tps * min_seconds, tok_per_s=tps,
-                        propose_ms=None, drafts=0.0, drafted=0.0, accepted=0.0)  # fmt: skip
+            # A phase as the engine reports it: one round of min_seconds (a warm-up: 0 s).
+            phase = Phase(tokens=int(tps * min_seconds), round_seconds=(min_seconds,),
+                          seconds=min_seconds or 1.0)  # fmt: skip
+            return dict(phase.record(), propose_ms=None, drafts=0.0, drafted=0.0, accepted=0.0)
 
         def close(self):
             pass
