@@ -7,7 +7,8 @@ per engine: greedy rollouts, 8 prompts x 16 copies, and 64 requests under one sh
 prefix): vLLM's own FLASH_ATTN (plugin off, cascade off) twice, vLLM's own cascade, the
 plugin on with no forest config (the fork is installed, forest inactive) and forest.
 Where ids differ, tests/gpu/greedy_compare.py says whether the first divergence is a
-near-tie. Static plans (``full_cuda_graphs``): one layer captured in a CUDA graph and
+near-tie. Static plans (``full_cuda_graphs``): per layer on the rollouts' decode shape
+against FlashAttention's own error, one layer captured in a CUDA graph and
 replayed on another batch's plan, and an engine with full-and-piecewise graphs whose
 grouped decode steps run forest inside the full graphs.
 
@@ -131,6 +132,49 @@ def test_forest_on_is_within_flash_attentions_own_error(modules, seed):
         f"max |forest - flash| = {(forest.float() - flash.float()).abs().max().item():.3e}"
     )
     assert forest_err <= flash_err
+
+
+# The rollouts' decode shape: 8 prompts x 16 samples under 4k-token prompts.
+ROLLOUT_GROUPS = [(16, 4096)] * 8
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_static_plans_on_rollout_batches_are_within_flash_attentions_own_error(modules, seed):
+    """Full-graph engines failed the rollouts' tie rule where the dynamic plan passed it.
+    Per layer, on the rollouts' own decode shape, a static plan must still be no further
+    from a float32 reference than FlashAttention is, with the split count full decode
+    graphs give FA3 (the builder's cap) and with FA3's own choice. What it prints tells
+    rounding from a wrong block: a static plan that equals the dynamic one bit for bit
+    with FA3's own split count differs from it only in how FA3 splits the KV."""
+    import torch
+    from vllm.config import get_current_vllm_config, set_current_vllm_config
+
+    layer, upstream, fork = modules
+    shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
+    with set_current_vllm_config(_config()):
+        batch = layer.make_batch(
+            groups=ROLLOUT_GROUPS, singles=0, own=(16, 272), seed=seed, **shape
+        )
+        cap = get_current_vllm_config().attention_config.flash_attn_max_num_splits_for_cuda_graph
+    flash, _ = layer.run_layer(upstream, _config(), batch, **shape)
+    dynamic, meta = layer.run_layer(fork, _config(forest_cascade_attn_configs="{}"), batch, **shape)
+    assert meta.forest is not None and meta.forest.num_groups == len(ROLLOUT_GROUPS)
+    static_config = _config(forest_cascade_attn_configs='{"full_cuda_graphs": true}')
+    ref = layer.float32_reference(batch, head=HEAD)
+    flash_err = (flash.float() - ref).abs().max().item()
+    errors = {"dynamic": (dynamic.float() - ref).abs().max().item()}
+    for splits in (cap, 0):
+        static, _ = layer.run_static_layer(fork, static_config, batch, num_splits=splits, **shape)
+        errors[f"static, {splits} splits"] = (static.float() - ref).abs().max().item()
+        print(
+            f"seed {seed}: static plan with num_splits={splits}: "
+            f"max |static - dynamic| = {(static.float() - dynamic.float()).abs().max().item():.3e}"
+            f", bit for bit: {torch.equal(static, dynamic)}"
+        )
+    print(f"seed {seed}: max |flash - fp32| = {flash_err:.3e}; " + ", ".join(
+        f"max |{name} - fp32| = {err:.3e}" for name, err in errors.items()
+    ))  # fmt: skip
+    assert all(err <= flash_err for err in errors.values()), errors
 
 
 def _run(label: str, *args: str, plugin: bool = True, timeout: int = 480) -> dict:
