@@ -143,10 +143,18 @@ def run_layer(
     kv_heads: int,
     head: int,
     common_prefix_len: int = 0,
-) -> torch.Tensor:
-    """Build metadata with ``module``'s builder and run its impl's forward."""
+    static_splits: int | None = None,
+) -> tuple[torch.Tensor, object]:
+    """Build metadata with ``module``'s builder and run its impl's forward.
+
+    ``static_splits`` (the fork only): plan the step statically, as a full-graph engine
+    does, run it eagerly, and give FA3 that split count (full decode graphs pass the
+    builder's cap; 0 lets FA3 choose, as a piecewise step does).
+    """
     from vllm.config import set_current_vllm_config
     from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+    from arctic_inference.vllm.attention.static_plan import StaticPlanBuffers
 
     device = batch.query.device
     spec = FullAttentionSpec(
@@ -154,7 +162,13 @@ def run_layer(
     )
     with set_current_vllm_config(vllm_config):
         builder = module.FlashAttentionMetadataBuilder(spec, ["layer"], vllm_config, device)
+        if static_splits is not None:
+            builder.forest.full_cuda_graph = True
+            builder.forest.static = StaticPlanBuffers(len(batch.seq_lens))
         metadata = builder.build(common_prefix_len, batch.common)
+        if static_splits is not None:
+            assert metadata.forest is not None and metadata.forest.static
+            metadata = dataclasses.replace(metadata, max_num_splits=static_splits)
         impl = module.FlashAttentionImpl(heads, head, head**-0.5, kv_heads, None, None, "auto")
         out = torch.empty_like(batch.query)
         impl.forward(
@@ -190,47 +204,3 @@ def float32_reference(batch: LayerBatch, *, head: int) -> torch.Tensor:
         causal=True,
         block_table=torch.from_numpy(batch.table).to(batch.query.device),
     )
-
-
-def run_static_layer(
-    module,
-    vllm_config,
-    batch: LayerBatch,
-    *,
-    heads: int,
-    kv_heads: int,
-    head: int,
-    num_splits: int,
-) -> tuple[torch.Tensor, object]:
-    """The fork's forward on a static plan (as full-graph engines build them), run eagerly,
-    with FA3 given ``num_splits`` (full decode graphs pass the builder's cap; 0 lets FA3
-    choose, as a piecewise step does)."""
-    from vllm.config import set_current_vllm_config
-    from vllm.v1.kv_cache_interface import FullAttentionSpec
-
-    from arctic_inference.vllm.attention.static_plan import StaticPlanBuffers
-
-    device = batch.query.device
-    spec = FullAttentionSpec(
-        block_size=BLOCK, num_kv_heads=kv_heads, head_size=head, dtype=batch.query.dtype
-    )
-    with set_current_vllm_config(vllm_config):
-        builder = module.FlashAttentionMetadataBuilder(spec, ["layer"], vllm_config, device)
-        builder.forest.full_cuda_graph = True
-        builder.forest.static = StaticPlanBuffers(len(batch.seq_lens))
-        metadata = builder.build(0, batch.common)
-        assert metadata.forest is not None and metadata.forest.static
-        metadata = dataclasses.replace(metadata, max_num_splits=num_splits)
-        impl = module.FlashAttentionImpl(heads, head, head**-0.5, kv_heads, None, None, "auto")
-        out = torch.empty_like(batch.query)
-        impl.forward(
-            ScaleLayer(device),
-            batch.query,
-            batch.query[:, :kv_heads],
-            batch.query[:, :kv_heads],
-            batch.kv_cache,
-            metadata,
-            out,
-        )
-    torch.cuda.synchronize()
-    return out, metadata

@@ -164,7 +164,7 @@ def test_static_plans_on_rollout_batches_are_within_flash_attentions_own_error(m
     flash_err = (flash.float() - ref).abs().max().item()
     errors = {"dynamic": (dynamic.float() - ref).abs().max().item()}
     for splits in (cap, 0):
-        static, _ = layer.run_static_layer(fork, static_config, batch, num_splits=splits, **shape)
+        static, _ = layer.run_layer(fork, static_config, batch, static_splits=splits, **shape)
         errors[f"static, {splits} splits"] = (static.float() - ref).abs().max().item()
         print(
             f"seed {seed}: static plan with num_splits={splits}: "
