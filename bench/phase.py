@@ -15,7 +15,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["STALL_FACTOR", "Phase", "spread", "stall_share", "timed_phase"]
+__all__ = ["STALL_FACTOR", "Phase", "most_stalled", "spread", "stall_share", "timed_phase"]
 
 # A round this many times slower than the phase's median round counts as a stall.
 STALL_FACTOR = 1.5
@@ -82,6 +82,14 @@ def stall_share(round_seconds: Sequence[float], factor: float = STALL_FACTOR) ->
     typical = statistics.median(round_seconds)
     slow = sum(s for s in round_seconds if s > factor * typical)
     return slow / sum(round_seconds)
+
+
+def most_stalled(shares: Sequence[float | None]) -> float | None:
+    """The largest of several phases' stall shares; None when there are none, or when a
+    phase comes from a run that kept no round times (its stalls are unknown, not zero)."""
+    if not shares or any(v is None for v in shares):
+        return None
+    return max(shares)
 
 
 def spread(values: Sequence[float]) -> float:

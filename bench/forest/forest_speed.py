@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE.parent))
 from engine_proc import EngineProcess, engine_cpus  # noqa: E402
 from forest_engine import CONFIGS, PLUGIN_ON, SEEDED_SAMPLING  # noqa: E402
 from forest_workloads import make_workloads, shared_prefix_tokens  # noqa: E402
-from phase import spread  # noqa: E402
+from phase import STALL_FACTOR, most_stalled, spread  # noqa: E402
 
 H200_BANDWIDTH_GBS = 4800.0  # HBM3e, vendor figure
 
@@ -216,12 +216,6 @@ def _stats(values: list[float]) -> dict:
     }
 
 
-def _stall_share_max(runs: list[dict]) -> float | None:
-    """The most of any phase's time in stalled rounds; None if a run kept no round times."""
-    shares = [r.get("stall_share") for r in runs]
-    return None if not shares or any(v is None for v in shares) else max(shares)
-
-
 def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
     out: dict = {"workloads": {}}
     for name, record in measured.items():
@@ -238,8 +232,8 @@ def summarize(measured: dict[str, dict], profiles: dict, model: str) -> dict:
                 r["forest_planned_steps"] for r in runs if r["config"] == config
             )
             if values:
-                entry[f"{config}_stall_share_max"] = _stall_share_max(
-                    [r for r in runs if r["config"] == config]
+                entry[f"{config}_stall_share_max"] = most_stalled(
+                    [r.get("stall_share") for r in runs if r["config"] == config]
                 )
         by_rep = {(r["rep"], r["config"]): r["tokens_per_s"] for r in runs}
         reps = sorted({r["rep"] for r in runs})
@@ -306,7 +300,7 @@ def markdown(summary: dict) -> str:
     lines += [
         "",
         "Spread of the repetitions, (max - min) / median, and the most of any phase"
-        " spent in stalled rounds (slower than 1.5x the phase's median round):",
+        f" spent in stalled rounds (slower than {STALL_FACTOR}x the phase's median round):",
         "",
     ]
     for name, entry in summary["workloads"].items():

@@ -66,7 +66,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine_proc import EngineProcess, engine_cpus  # noqa: E402
 from host_profile import STEP_FUNCTION, host_profile  # noqa: E402
-from phase import spread, timed_phase  # noqa: E402
+from phase import most_stalled, spread, timed_phase  # noqa: E402
 
 WORKLOADS = {"one": 1, "batch32": 32}
 COUNTERS = {
@@ -229,10 +229,6 @@ def _median_of(rows: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _max_or_none(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else max(values)
-
-
 def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
     """Per workload and config: median/min/max speedup vs none (per repetition) and spec stats."""
     out: dict = {}
@@ -254,7 +250,7 @@ def summarise(rows: list[dict], names: list[str], workloads=WORKLOADS) -> dict:
                 "tok_per_s_spread": spread([r["tok_per_s"] for r in mine]),
                 # The most of any phase's time that went to stalled rounds (None when
                 # a row comes from a run that kept no round times).
-                "stall_share_max": _max_or_none([r.get("stall_share") for r in mine]),
+                "stall_share_max": most_stalled([r.get("stall_share") for r in mine]),
                 "phase_seconds_min": min(r["seconds"] for r in mine),
                 "accepted_per_step": 1 + accepted / drafts if drafts else None,
                 "draft_acceptance": accepted / drafted if drafted else None,

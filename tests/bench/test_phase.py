@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from phase import Phase, spread, stall_share, timed_phase  # noqa: E402
+from phase import Phase, most_stalled, spread, stall_share, timed_phase  # noqa: E402
 
 
 class Rounds:
@@ -74,3 +74,9 @@ def test_spread_is_the_range_over_the_median():
     assert spread([2.0]) == 0.0
     with pytest.raises(ValueError):
         spread([])
+
+
+def test_the_most_stalled_phase_is_unknown_when_any_phase_kept_no_round_times():
+    assert most_stalled([0.1, 0.3, 0.0]) == 0.3
+    assert most_stalled([0.1, None]) is None
+    assert most_stalled([]) is None
