@@ -39,7 +39,9 @@ of a speculating engine's gap to ``none`` is that and not drafting.
 
 ``--budget S`` ends the run (exit 75) before a repetition that would not fit in S
 seconds; run the same command again and it resumes from the repetitions already in
-``--out`` (the run's arguments must be the same).
+``--out`` (the run's arguments must be the same). The report keeps each call's engine
+start-up and longest repetition, so a resumed call whose budget cannot hold both exits 2
+before it starts any engine, instead of paying the start-up for nothing.
 
 vLLM 0.26.0's built-in ``mlp_speculator`` cannot be the anchor row: its V1 model
 runner has no proposer for that method (``GPUModelRunner`` raises "Unknown
@@ -324,12 +326,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # Host profiles (--host-profile), "workload/config" -> host_profile's result.
     profiles: dict = json.loads(args.out.read_text()).get("host_profiles", {}) if rows else {}
+    # The last call's engine start-up and longest repetition, seconds (see fits_budget).
+    timing: dict = json.loads(args.out.read_text()).get("timing", {}) if rows else {}
 
     def write_report() -> dict:
         """Written after every repetition, so a call cut short keeps what it measured."""
         done = [r for r in rows if _complete(rows, r, names)]
         report = {"args": run_args, "configs": configs, "engine_args": ENGINE_ARGS,
-                  "rows": rows, "summary": summarise(done, names, _measured(done, workloads))}  # fmt: skip
+                  "rows": rows, "summary": summarise(done, names, _measured(done, workloads)),
+                  "timing": timing}  # fmt: skip
         if args.host_profile:
             report["host_profiles"] = profiles
         tmp = args.out.with_suffix(".tmp")
@@ -345,8 +350,13 @@ def main(argv: list[str] | None = None) -> int:
     todo = missing_repetitions(workloads, args.reps, rows)
     unprofiled = [f"{w}/{n}" for w in workloads for n in names] if args.host_profile else []
     unprofiled = [key for key in unprofiled if key not in profiles]
+    if todo and (problem := budget_problem(args.budget, timing)):
+        print(f"error: --budget: {problem}", file=sys.stderr)
+        return 2
     if todo or unprofiled:
-        finished = measure(args, configs, cpus, workloads, todo, rows, write_report, profiles)
+        finished = measure(
+            args, configs, cpus, workloads, todo, rows, write_report, profiles, timing
+        )
         if not finished:
             print(f"budget of {args.budget:.0f} s reached; run the same command again to go on")
             return RESUMABLE
@@ -388,11 +398,31 @@ def earlier_rows(out: Path, run_args: dict, names: list[str]) -> list[dict]:
     return [r for r in rows if _complete(rows, r, names)]
 
 
-def measure(args, configs, cpus, workloads, todo, rows, write_report, profiles=None) -> bool:
+def budget_problem(budget: float, timing: dict) -> str | None:
+    """Why a call with ``budget`` seconds would measure nothing, judged by the last call's
+    ``timing`` (None when it fits, when there is no limit, or when nothing is known yet)."""
+    if not budget or "startup_s" not in timing or "rep_s" not in timing:
+        return None
+    need = timing["startup_s"] + timing["rep_s"]
+    if need <= budget:
+        return None
+    return (
+        f"{budget:.0f} s cannot hold one repetition: the last call's engines took "
+        f"{timing['startup_s']:.0f} s to start and its longest repetition "
+        f"{timing['rep_s']:.0f} s; give at least {need:.0f} s"
+    )
+
+
+def measure(
+    args, configs, cpus, workloads, todo, rows, write_report, profiles=None, timing=None
+) -> bool:
     """Run the missing repetitions, interleaved; False if the budget stopped it early.
     ``cpus``: each configuration's CPU set, in order (None: not pinned). With
     ``--host-profile``, then profile one round per engine and workload into ``profiles``
-    (after the timed phases, so that the profiler slows none of them)."""
+    (after the timed phases, so that the profiler slows none of them). ``timing`` is
+    updated with this call's start-up and longest repetition; the last call's repetition
+    time bounds the first one's."""
+    timing = {} if timing is None else timing
     start = time.perf_counter()
     names = list(configs)
     logs = args.out.with_suffix(".logs")
@@ -413,8 +443,9 @@ def measure(args, configs, cpus, workloads, todo, rows, write_report, profiles=N
         )
         for (n, c), pinned in zip(configs.items(), cpus)
     }
+    timing["startup_s"] = round(time.perf_counter() - start, 1)
     warmed: set[str] = set()
-    rep_seconds = 0.0
+    rep_seconds = float(timing.get("rep_s", 0.0))
     try:
         for wl, rep in todo:
             if args.budget and time.perf_counter() - start + rep_seconds > args.budget:
@@ -435,8 +466,9 @@ def measure(args, configs, cpus, workloads, todo, rows, write_report, profiles=N
                     f" ({r['rounds']} rounds, {100 * r['stall_share']:.0f} % of it in stalls)",
                     flush=True,
                 )
-            write_report()
             rep_seconds = max(rep_seconds, time.perf_counter() - t0)
+            timing["rep_s"] = round(rep_seconds, 1)
+            write_report()
         if args.host_profile and profiles is not None:
             for wl in workloads:
                 cmd = dict(batch=workloads[wl], prompt_len=args.prompt_len,

@@ -236,6 +236,33 @@ def test_a_budget_stops_before_a_repetition_and_the_same_command_resumes(
     assert json.loads(by_name["none"][-1]) == {} and json.loads(by_name["suffix"][-1]) == {}
 
 
+def test_a_call_whose_budget_cannot_hold_start_up_and_one_repetition_starts_no_engine(
+    tmp_path, monkeypatch, capsys
+):
+    clock, started, argvs = ManualClock(), [], []
+    monkeypatch.setattr(gpu_speed, "EngineProcess", _fake_engines(clock, started, argvs))
+    monkeypatch.setattr(gpu_speed.time, "perf_counter", clock)
+    out = tmp_path / "run.json"
+    argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--reps", "5",
+            "--min-phase", "10", "--configs", "none,none-sync,suffix"]  # fmt: skip
+    assert gpu_speed.main([*argv, "--budget", "100"]) == gpu_speed.RESUMABLE
+    assert sorted({r["rep"] for r in json.loads(out.read_text())["rows"]}) == [0, 1]
+    # 15 s of start-up (three engines, 5 s each), then 30 s a repetition.
+    assert json.loads(out.read_text())["timing"] == {"startup_s": 15.0, "rep_s": 30.0}
+    kept = out.read_text()
+    started.clear()
+    capsys.readouterr()
+    clock.now = 0.0
+    assert gpu_speed.main([*argv, "--budget", "44"]) == 2
+    err = capsys.readouterr().err
+    assert "give at least 45 s" in err and "Traceback" not in err
+    assert started == [] and out.read_text() == kept
+    # 45 s holds exactly one more repetition.
+    assert gpu_speed.main([*argv, "--budget", "45"]) == gpu_speed.RESUMABLE
+    assert sorted({r["rep"] for r in json.loads(out.read_text())["rows"]}) == [0, 1, 2]
+    assert started == ["none", "none-sync", "suffix"]
+
+
 def test_pinning_more_cores_than_there_are_exits_2_before_starting_engines(tmp_path, capsys):
     out = tmp_path / "o.json"
     argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--pin-cpus", "1000"]
