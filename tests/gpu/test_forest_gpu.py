@@ -7,8 +7,9 @@ per engine: greedy rollouts, 8 prompts x 16 copies, and 64 requests under one sh
 prefix): vLLM's own FLASH_ATTN (plugin off, cascade off) twice, vLLM's own cascade, the
 plugin on with no forest config (the fork is installed, forest inactive) and forest.
 Where ids differ, tests/gpu/greedy_compare.py says whether the first divergence is a
-near-tie. Static plans (``full_cuda_graphs``): per layer on the rollouts' decode shape
-against FlashAttention's own error, one layer captured in a CUDA graph and
+near-tie. Per layer on the rollouts' decode shape (dynamic and static plans): within one bf16 step
+of FlashAttention's own error (two stored partials round once more than one pass); static
+plans (``full_cuda_graphs``): one layer captured in a CUDA graph and
 replayed on another batch's plan, and an engine with full-and-piecewise graphs whose
 grouped decode steps run forest inside the full graphs.
 
@@ -139,13 +140,17 @@ ROLLOUT_GROUPS = [(16, 4096)] * 8
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_static_plans_on_rollout_batches_are_within_flash_attentions_own_error(modules, seed):
-    """Full-graph engines failed the rollouts' tie rule where the dynamic plan passed it.
-    Per layer, on the rollouts' own decode shape, a static plan must still be no further
-    from a float32 reference than FlashAttention is, with the split count full decode
-    graphs give FA3 (the builder's cap) and with FA3's own choice. What it prints tells
-    rounding from a wrong block: a static plan that equals the dynamic one bit for bit
-    with FA3's own split count differs from it only in how FA3 splits the KV."""
+def test_forest_on_rollout_batches_is_within_one_bf16_step_of_flash_attentions_error(modules, seed):
+    """On the rollouts' own decode shape every request is grouped under a long prefix,
+    and forest's two stored bf16 partials (prefix, suffix) round once more than
+    FlashAttention's single pass: seed 0 measured 1.5x FlashAttention's distance from
+    float32 for the dynamic plan, which ``tests/forest/test_bf16_rounding.py`` shows is
+    rounding alone. So the bound here is FlashAttention's error plus one bf16 step at the
+    output's magnitude, for the dynamic plan and for static plans (full graphs) with the
+    builder's split cap and with FA3's own choice; a wrong block or group errs by far
+    more. What it prints tells whether a static plan equals the dynamic one bit for bit."""
+    import math
+
     import torch
     from vllm.config import get_current_vllm_config, set_current_vllm_config
 
@@ -162,6 +167,7 @@ def test_static_plans_on_rollout_batches_are_within_flash_attentions_own_error(m
     static_config = _config(forest_cascade_attn_configs='{"full_cuda_graphs": true}')
     ref = layer.float32_reference(batch, head=HEAD)
     flash_err = (flash.float() - ref).abs().max().item()
+    step = torch.finfo(torch.bfloat16).eps * 2.0 ** math.floor(math.log2(ref.abs().max()))
     errors = {"dynamic": (dynamic.float() - ref).abs().max().item()}
     for splits in (cap, 0):
         static, _ = layer.run_layer(fork, static_config, batch, static_splits=splits, **shape)
@@ -171,10 +177,10 @@ def test_static_plans_on_rollout_batches_are_within_flash_attentions_own_error(m
             f"max |static - dynamic| = {(static.float() - dynamic.float()).abs().max().item():.3e}"
             f", bit for bit: {torch.equal(static, dynamic)}"
         )
-    print(f"seed {seed}: max |flash - fp32| = {flash_err:.3e}; " + ", ".join(
-        f"max |{name} - fp32| = {err:.3e}" for name, err in errors.items()
+    print(f"seed {seed}: max |flash - fp32| = {flash_err:.3e}, one bf16 step {step:.3e}; " + ", ".join(
+        f"max |{name} - fp32| = {err:.3e} (x{err / flash_err:.2f})" for name, err in errors.items()
     ))  # fmt: skip
-    assert all(err <= flash_err for err in errors.values()), errors
+    assert all(err <= flash_err + step for err in errors.values()), (flash_err, step, errors)
 
 
 def _run(label: str, *args: str, plugin: bool = True, timeout: int = 480) -> dict:
