@@ -324,10 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    earlier: dict = json.loads(args.out.read_text()) if rows else {}
     # Host profiles (--host-profile), "workload/config" -> host_profile's result.
-    profiles: dict = json.loads(args.out.read_text()).get("host_profiles", {}) if rows else {}
-    # The last call's engine start-up and longest repetition, seconds (see fits_budget).
-    timing: dict = json.loads(args.out.read_text()).get("timing", {}) if rows else {}
+    profiles: dict = earlier.get("host_profiles", {})
+    # The last call's engine start-up and longest repetition, seconds (see budget_problem).
+    timing: dict = earlier.get("timing", {})
 
     def write_report() -> dict:
         """Written after every repetition, so a call cut short keeps what it measured."""

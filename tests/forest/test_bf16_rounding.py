@@ -12,12 +12,14 @@ asserts (FlashAttention's error plus one bf16 step at the output's magnitude) ho
 
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
 import pytest
 import torch
 from test_forest_math import BLOCK, _forest, _paged_batch, _plain_attention
+
+from arctic_inference.vllm.attention.reference import bf16_step
 
 ROLLOUT_LIKE = [(16, 64 * BLOCK)] * 4  # every request grouped under a long prefix
 
@@ -29,6 +31,7 @@ def _as_bf16(batch: dict) -> dict:
     }
 
 
+@functools.cache  # the parametrized test and the ratio test read the same batches
 def _errors(seed: int) -> tuple[float, float, float]:
     """(single-pass error, forest error, one bf16 step at the output's magnitude)."""
     batch = _paged_batch(
@@ -40,7 +43,7 @@ def _errors(seed: int) -> tuple[float, float, float]:
     single = _plain_attention(low, scale)  # one pass: one bf16 store, like FlashAttention
     forest, grouping = _forest(low, scale)
     assert grouping.grouped_requests == len(batch["requests"])
-    step = torch.finfo(torch.bfloat16).eps * 2.0 ** math.floor(math.log2(exact.abs().max()))
+    step = bf16_step(exact.abs().max().item())
     return (
         (single.float() - exact).abs().max().item(),
         (forest.float() - exact).abs().max().item(),
@@ -60,3 +63,10 @@ def test_rounding_alone_puts_two_pass_attention_past_single_pass_error():
     a bound any two-pass bf16 attention can promise on this shape."""
     ratios = [forest / single for single, forest, _ in map(_errors, range(4))]
     assert max(ratios) > 1.0, ratios
+
+
+@pytest.mark.parametrize("value", [0.1, 0.143, 0.7, 3.0])
+def test_bf16_step_is_the_gap_to_the_next_bf16_value(value):
+    low = torch.tensor([value], dtype=torch.bfloat16)
+    above = (low.view(torch.int16) + 1).view(torch.bfloat16)
+    assert bf16_step(value) == (above.float() - low.float()).item()

@@ -149,10 +149,10 @@ def test_forest_on_rollout_batches_is_within_one_bf16_step_of_flash_attentions_e
     output's magnitude, for the dynamic plan and for static plans (full graphs) with the
     builder's split cap and with FA3's own choice; a wrong block or group errs by far
     more. What it prints tells whether a static plan equals the dynamic one bit for bit."""
-    import math
-
     import torch
     from vllm.config import get_current_vllm_config, set_current_vllm_config
+
+    from arctic_inference.vllm.attention.reference import bf16_step
 
     layer, upstream, fork = modules
     shape = dict(heads=HEADS, kv_heads=KV_HEADS, head=HEAD)
@@ -167,7 +167,7 @@ def test_forest_on_rollout_batches_is_within_one_bf16_step_of_flash_attentions_e
     static_config = _config(forest_cascade_attn_configs='{"full_cuda_graphs": true}')
     ref = layer.float32_reference(batch, head=HEAD)
     flash_err = (flash.float() - ref).abs().max().item()
-    step = torch.finfo(torch.bfloat16).eps * 2.0 ** math.floor(math.log2(ref.abs().max()))
+    step = bf16_step(ref.abs().max().item())
     errors = {"dynamic": (dynamic.float() - ref).abs().max().item()}
     for splits in (cap, 0):
         static, _ = layer.run_layer(fork, static_config, batch, static_splits=splits, **shape)

@@ -9,11 +9,18 @@ one sequence at a time: slow, obvious, and meant for tests on any device.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
-__all__ = ["reference_merge_attn_states", "reference_varlen_attention"]
+__all__ = ["bf16_step", "reference_merge_attn_states", "reference_varlen_attention"]
+
+
+def bf16_step(magnitude: float) -> float:
+    """The spacing of bf16 values at ``magnitude``: the size of one more rounding there,
+    which is what a two-pass attention (two stored partials, then a merge) may add."""
+    return torch.finfo(torch.bfloat16).eps * 2.0 ** math.floor(math.log2(magnitude))
 
 
 def reference_varlen_attention(
