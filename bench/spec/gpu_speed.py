@@ -40,8 +40,9 @@ of a speculating engine's gap to ``none`` is that and not drafting.
 ``--budget S`` ends the run (exit 75) before a repetition that would not fit in S
 seconds; run the same command again and it resumes from the repetitions already in
 ``--out`` (the run's arguments must be the same). The report keeps each call's engine
-start-up and longest repetition, so a resumed call whose budget cannot hold both exits 2
-before it starts any engine, instead of paying the start-up for nothing.
+start-up, its longest warm-up and its longest repetition (warm-up apart: it comes once a
+call), so a resumed call whose budget cannot hold the three exits 2 before it starts any
+engine, instead of paying the start-up for nothing.
 
 vLLM 0.26.0's built-in ``mlp_speculator`` cannot be the anchor row: its V1 model
 runner has no proposer for that method (``GPUModelRunner`` raises "Unknown
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     earlier: dict = json.loads(args.out.read_text()) if rows else {}
     # Host profiles (--host-profile), "workload/config" -> host_profile's result.
     profiles: dict = earlier.get("host_profiles", {})
-    # The last call's engine start-up and longest repetition, seconds (see budget_problem).
+    # The last call's engine start-up, warm-up and longest repetition, seconds (see budget_problem).
     timing: dict = earlier.get("timing", {})
 
     def write_report() -> dict:
@@ -404,13 +405,14 @@ def budget_problem(budget: float, timing: dict) -> str | None:
     ``timing`` (None when it fits, when there is no limit, or when nothing is known yet)."""
     if not budget or "startup_s" not in timing or "rep_s" not in timing:
         return None
-    need = timing["startup_s"] + timing["rep_s"]
+    warmup = timing.get("warmup_s", 0.0)
+    need = timing["startup_s"] + warmup + timing["rep_s"]
     if need <= budget:
         return None
     return (
         f"{budget:.0f} s cannot hold one repetition: the last call's engines took "
-        f"{timing['startup_s']:.0f} s to start and its longest repetition "
-        f"{timing['rep_s']:.0f} s; give at least {need:.0f} s"
+        f"{timing['startup_s']:.0f} s to start, {warmup:.0f} s to warm up and "
+        f"{timing['rep_s']:.0f} s for its longest repetition; give at least {need:.0f} s"
     )
 
 
@@ -421,8 +423,8 @@ def measure(
     ``cpus``: each configuration's CPU set, in order (None: not pinned). With
     ``--host-profile``, then profile one round per engine and workload into ``profiles``
     (after the timed phases, so that the profiler slows none of them). ``timing`` is
-    updated with this call's start-up and longest repetition; the last call's repetition
-    time bounds the first one's."""
+    updated with this call's start-up, warm-up and longest repetition; the last call's
+    times bound the first repetition's."""
     timing = {} if timing is None else timing
     start = time.perf_counter()
     names = list(configs)
@@ -446,18 +448,25 @@ def measure(
     }
     timing["startup_s"] = round(time.perf_counter() - start, 1)
     warmed: set[str] = set()
+    # Kept apart: a workload's warm-up comes once per call, before its first repetition,
+    # so counting it in a repetition's time would stop a call a repetition early.
     rep_seconds = float(timing.get("rep_s", 0.0))
+    warmup_seconds = float(timing.get("warmup_s", 0.0))
     try:
         for wl, rep in todo:
-            if args.budget and time.perf_counter() - start + rep_seconds > args.budget:
+            need = rep_seconds + (0.0 if wl in warmed else warmup_seconds)
+            if args.budget and time.perf_counter() - start + need > args.budget:
                 return False
-            t0 = time.perf_counter()
             cmd = dict(batch=workloads[wl], prompt_len=args.prompt_len,
                        max_tokens=args.max_tokens, seed=0)  # fmt: skip
             if wl not in warmed:
+                t_warm = time.perf_counter()
                 for e in engines.values():  # warm-up, untimed
                     e.run(min_seconds=0, **cmd)
                 warmed.add(wl)
+                warmup_seconds = max(warmup_seconds, time.perf_counter() - t_warm)
+                timing["warmup_s"] = round(warmup_seconds, 1)
+            t0 = time.perf_counter()
             order = names[rep % len(names) :] + names[: rep % len(names)]
             for name in order:
                 r = engines[name].run(min_seconds=args.min_phase, **dict(cmd, seed=rep + 1))

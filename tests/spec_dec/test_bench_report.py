@@ -170,10 +170,14 @@ def test_no_earlier_run_means_every_repetition(tmp_path):
 
 
 def _fake_engines(
-    clock: ManualClock, started: list[str], argvs: list[list[str]], commands: list | None = None
+    clock: ManualClock,
+    started: list[str],
+    argvs: list[list[str]],
+    commands: list | None = None,
+    warmup_s: float = 0.0,
 ):
-    """Engines that answer at once; each command lands in ``commands`` as (name, phase
-    length or "profile", prompt seed)."""
+    """Engines that answer at once (a warm-up, ``min_seconds=0``, in ``warmup_s``); each
+    command lands in ``commands`` as (name, phase length or "profile", prompt seed)."""
     commands = [] if commands is None else commands
 
     class FakeEngine:
@@ -189,7 +193,7 @@ def _fake_engines(
                                     "by_self_time": [{"function": f"{self.name}.py:1:step",
                                                       "self_ms_per_step": 1.5}],
                                     "by_total_time": []}}  # fmt: skip
-            clock.now += min_seconds
+            clock.now += min_seconds or warmup_s
             tps = 100.0 * (1 + (self.name != "none"))
             # A phase as the engine reports it: one round of min_seconds (a warm-up: 0 s).
             phase = Phase(tokens=int(tps * min_seconds), round_seconds=(min_seconds,),
@@ -248,7 +252,11 @@ def test_a_call_whose_budget_cannot_hold_start_up_and_one_repetition_starts_no_e
     assert gpu_speed.main([*argv, "--budget", "100"]) == gpu_speed.RESUMABLE
     assert sorted({r["rep"] for r in json.loads(out.read_text())["rows"]}) == [0, 1]
     # 15 s of start-up (three engines, 5 s each), then 30 s a repetition.
-    assert json.loads(out.read_text())["timing"] == {"startup_s": 15.0, "rep_s": 30.0}
+    assert json.loads(out.read_text())["timing"] == {
+        "startup_s": 15.0,
+        "warmup_s": 0.0,
+        "rep_s": 30.0,
+    }
     kept = out.read_text()
     started.clear()
     capsys.readouterr()
@@ -261,6 +269,32 @@ def test_a_call_whose_budget_cannot_hold_start_up_and_one_repetition_starts_no_e
     assert gpu_speed.main([*argv, "--budget", "45"]) == gpu_speed.RESUMABLE
     assert sorted({r["rep"] for r in json.loads(out.read_text())["rows"]}) == [0, 1, 2]
     assert started == ["none", "none-sync", "suffix"]
+
+
+def test_a_warm_up_counts_once_a_call_not_in_every_repetition(tmp_path, monkeypatch, capsys):
+    """A warm-up counted in the first repetition's time made the budget expect every
+    repetition to be that long, stopping a call a repetition early; a resumed call warms
+    up again, so its budget must hold start-up, warm-up and one repetition."""
+    clock, started, argvs = ManualClock(), [], []
+    fake = _fake_engines(clock, started, argvs, warmup_s=10.0)
+    monkeypatch.setattr(gpu_speed, "EngineProcess", fake)
+    monkeypatch.setattr(gpu_speed.time, "perf_counter", clock)
+    out = tmp_path / "run.json"
+    argv = ["--model", "m", "--out", str(out), "--workloads", "one", "--reps", "5",
+            "--min-phase", "10", "--configs", "none,none-sync,suffix"]  # fmt: skip
+    # 15 s of start-up, 30 s of warm-up (10 s an engine), then 30 s a repetition: the
+    # second repetition ends at 105 s, a third would end at 135 s.
+    assert gpu_speed.main([*argv, "--budget", "130"]) == gpu_speed.RESUMABLE
+    report = json.loads(out.read_text())
+    assert sorted({r["rep"] for r in report["rows"]}) == [0, 1]
+    assert report["timing"] == {"startup_s": 15.0, "warmup_s": 30.0, "rep_s": 30.0}
+    capsys.readouterr()
+    clock.now = 0.0
+    assert gpu_speed.main([*argv, "--budget", "74"]) == 2
+    assert "give at least 75 s" in capsys.readouterr().err
+    clock.now = 0.0
+    assert gpu_speed.main([*argv, "--budget", "75"]) == gpu_speed.RESUMABLE
+    assert sorted({r["rep"] for r in json.loads(out.read_text())["rows"]}) == [0, 1, 2]
 
 
 def test_pinning_more_cores_than_there_are_exits_2_before_starting_engines(tmp_path, capsys):
