@@ -273,4 +273,5 @@ class ArcticProposer:
             arctic_for,
             self.num_speculative_tokens,
             drafting=not capped and not undrafted,  # the rule may hold suffix drafts back too
+            capped=capped,
         )
