@@ -108,14 +108,14 @@ if spec:
     kw["speculative_config"] = spec
 llm = LLM(**kw)
 def fast_probes(worker):
-    # The cost rule (on by default) with probes every 8 steps instead of 64, so that
-    # every mode switches drafting off and on many times within the batch.
+    # The cost rule (on by default) with probes every 8 steps instead of 64, never backed
+    # off, so that every mode switches drafting off and on many times within the batch.
     from arctic_inference.vllm.spec_dec.draft_gate import DraftGate
     drafter = getattr(worker.model_runner, "drafter", None)
     gate = getattr(drafter, "gate", None)
     if gate is None:
         return False
-    drafter.gate = DraftGate(gate.choices, probe_every=8, probe_steps=2)
+    drafter.gate = DraftGate(gate.choices, probe_every=8, probe_steps=2, probe_backoff=0)
     return True
 fast = llm.collective_rpc(fast_probes)[0]
 sp = SamplingParams(temperature=0.0, max_tokens=192, ignore_eos=True, logprobs=5)

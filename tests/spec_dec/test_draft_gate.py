@@ -76,7 +76,7 @@ def drafted_share(decisions: list[tuple[int, bool]], size: int | None = None) ->
 
 def test_drafting_that_pays_keeps_drafting_but_for_the_probes():
     clock = ManualClock()
-    gate = DraftGate(clock=clock)
+    gate = DraftGate(clock=clock, probe_backoff=0)
     # x1.9 the tokens for x1.2 the time: drafting is worth x1.6.
     decisions = simulate(gate, clock, 640, engine(1.2, 1.9, random.Random(0)))
     share = drafted_share(decisions[64:])
@@ -85,26 +85,54 @@ def test_drafting_that_pays_keeps_drafting_but_for_the_probes():
 
 def test_drafting_that_fails_stops_but_for_the_probes():
     clock = ManualClock()
-    gate = DraftGate(clock=clock)
+    gate = DraftGate(clock=clock, probe_backoff=0)
     # 2 % of three drafted tokens accepted for 30 % more time: the small-llama case.
     decisions = simulate(gate, clock, 640, engine(1.3, 1.06, random.Random(1)))
     assert drafted_share(decisions[128:]) <= 4 / 64 + 0.01
 
 
-def test_the_gate_follows_a_change_of_regime_both_ways():
+@pytest.mark.parametrize(
+    ("draft_seconds", "draft_tokens", "drafts"),
+    [(1.2, 1.9, True), (1.3, 1.06, False)],  # the two cases above
+    ids=["drafting-pays", "drafting-fails"],
+)
+def test_a_choice_that_keeps_losing_is_probed_every_eighth_cycle(
+    draft_seconds, draft_tokens, drafts
+):
+    """With the default backoff (3) the losing choice's probes thin out to 4 steps in
+    every 8 x 64, but never stop."""
     clock = ManualClock()
     gate = DraftGate(clock=clock)
+    rng = random.Random(5)
+    decisions = simulate(gate, clock, 64 * 40, engine(draft_seconds, draft_tokens, rng))
+    late = decisions[64 * 24 :]  # after the backoff has climbed
+    probes = sum(d != drafts for _, d in late)
+    assert probes == 4 * len(late) // (64 * 8)  # every 8th cycle, whole probes
+    assert gate.backoff[(batch_bucket(1), int(drafts))] == 3
+    # the backoff stops there: the same share at the run's very end
+    assert sum(d != drafts for _, d in decisions[-64 * 8 :]) == 4
+
+
+@pytest.mark.parametrize("backoff", [0, 3])
+def test_the_gate_follows_a_change_of_regime_both_ways(backoff):
+    """A losing choice probed every 2**backoff cycles is found paying again within two
+    of its probes (the first may judge it on what it measured before the change), then
+    the three cycles it takes to fill its window."""
+    clock = ManualClock()
+    gate = DraftGate(clock=clock, probe_backoff=backoff)
     rng = random.Random(2)
     paying, failing = engine(1.2, 2.5, rng), engine(1.3, 1.0, rng)
+    length = 2048
+    settle = 64 * (2 * 2**backoff + 3)
 
     def step(i, drafted):
-        return (failing if 320 <= i < 640 else paying)(i, drafted)
+        return (failing if length <= i < 2 * length else paying)(i, drafted)
 
-    decisions = simulate(gate, clock, 960, step)
-    assert drafted_share(decisions[100:320]) >= 0.9
-    # Within three probe cycles of the change the gate stops, and resumes after it.
-    assert drafted_share(decisions[320 + 192 : 640]) <= 4 / 64 + 0.01
-    assert drafted_share(decisions[640 + 192 :]) >= 0.9
+    decisions = simulate(gate, clock, 3 * length, step)
+    assert drafted_share(decisions[100:length]) >= 0.9
+    # Drafting that stops paying stops at once: it is the choice measured every step.
+    assert drafted_share(decisions[length + 192 : 2 * length]) <= 4 / 64 + 0.01
+    assert drafted_share(decisions[2 * length + settle :]) >= 0.9
 
 
 def test_batch_sizes_are_judged_apart():
@@ -234,3 +262,44 @@ def test_with_three_choices_the_probes_take_each_other_choice_in_turn():
 def test_only_the_last_choice_drafts_nothing():
     assert [DraftGate(choices=3).drafts_nothing(c) for c in range(3)] == [False, False, True]
     assert [DraftGate().drafts_nothing(c) for c in range(2)] == [False, True]
+
+
+def test_hybrid_backs_off_only_the_choice_that_clearly_loses():
+    """Speculator with suffix drafts and suffix drafts alone within a few per cent of
+    each other (copy-llama one at a time): the close one stays probed every cycle, so the
+    gate can switch between them; no drafts at all, at half their rate, backs off."""
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    step = three_way_engine((1.3, 1.2, 1.0), (2.7, 2.45, 1.0), random.Random(8))
+    runs = simulate_choices(gate, clock, 64 * 40, step)
+    bucket = batch_bucket(1)
+    assert gate.backoff[(bucket, 2)] == 3
+    late = [choice for _, choice in runs[64 * 24 :]]
+    assert late.count(2) == 4 * len(late) // (64 * 8)
+    # The drafting choices take the rest, each at least its probe share.
+    assert min(late.count(0), late.count(1)) >= 4 * len(late) // 64
+
+
+def test_backoff_settings_are_checked():
+    with pytest.raises(ValueError, match="probe_backoff"):
+        DraftGate(probe_backoff=-1)
+    with pytest.raises(ValueError, match="backoff_margin"):
+        DraftGate(backoff_margin=1.0)
+    DraftGate(probe_backoff=0, backoff_margin=0.0)
+
+
+def test_a_backed_off_choice_that_wins_is_probed_every_cycle_when_it_loses_again():
+    clock = ManualClock()
+    gate = DraftGate(clock=clock)
+    bucket = batch_bucket(1)
+    rng = random.Random(9)
+    paying, failing = engine(1.2, 2.5, rng), engine(1.3, 1.0, rng)
+    simulate(gate, clock, 64 * 24, failing)
+    assert gate.backoff[(bucket, 0)] == 3  # drafting lost for long
+    simulate(gate, clock, 64 * 24, paying)
+    assert (bucket, 0) not in gate.backoff  # drafting won: its backoff is gone
+    # Drafting stops paying: as the loser it starts again from probes every cycle, so the
+    # three cycles after the switch hold at least two probes (a backoff kept from before
+    # would allow one in eight cycles).
+    decisions = simulate(gate, clock, 64 * 4, failing)
+    assert sum(d for _, d in decisions[64:]) >= 2 * 4

@@ -23,10 +23,20 @@ and the forward that verified it), and keeps a rate, tokens per second, for
 each choice, per batch-size bucket (1, 2, 3-4, 5-8, ...: a draft that pays for
 one request may not for 16). It then takes the choice with the highest rate
 (the one drafting more on a tie). So that every rate stays current, the last
-steps of every ``probe_every`` take each other choice in turn,
-``probe_steps`` steps each: a choice that does not pay still runs that share
-of the steps (about 6 % by default for each) and is taken again as soon as it
-pays. Until every rate is known, the gate takes choice 0.
+steps of every ``probe_every`` (a probe cycle) take each other choice in turn,
+``probe_steps`` steps each, and a choice is taken again as soon as it pays.
+Until every rate is known, the gate takes choice 0.
+
+A probe is not free: it runs a choice the gate believes slower, and at batch 32
+on small-llama the speculator's probes alone (6 % of the steps) cost the engine
+about 9 % against one that never drafts (``bench/spec/RESULTS.md``, twelfth
+session). So a choice that keeps losing by more than ``backoff_margin`` is
+probed less often: every 2, 4, ... up to ``2**probe_backoff`` cycles, and every
+cycle again once it comes within the margin. The judgement takes the choice's
+whole window, its last four probes by default: one probe of four steps is too
+few to judge on (a single accepted token moves its rate by a quarter), and a
+change of regime large enough to matter shows within a probe or two, since
+every probe refreshes a quarter of the window.
 
 Each rate is taken over the choice's last ``window`` steps, leaving out a step
 more than four times their median (an idle engine between requests, a long
@@ -98,8 +108,16 @@ class DraftGate:
     probe_steps: int = 4  # steps of each other choice in every ``probe_every``
     window: int = 16  # steps of each choice its rate is measured over
     min_observed: int = 4  # observations of every choice before the rates are compared
+    probe_backoff: int = 3  # a losing choice is probed every 2**k cycles, k at most this
+    backoff_margin: float = 0.1  # losing: a rate more than this share below the best's
     clock: Callable[[], float] = time.perf_counter
     rates: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
+    # Per (bucket, choice): its backoff level (how many times in a row it lost when its
+    # probe came due, at most probe_backoff; dropped while it is the best), the cycle its
+    # next probe is due, and the cycle being probed now.
+    backoff: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
+    _next_probe: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
+    _probing: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
     _step: int = 0
     _last: _Decision | None = None
 
@@ -111,6 +129,8 @@ class DraftGate:
                 "probe_steps for each other choice must be at least 0 and leave "
                 "probe_every room for the preferred choice"
             )
+        if self.probe_backoff < 0 or not 0 <= self.backoff_margin < 1:
+            raise ValueError("probe_backoff must be at least 0 and backoff_margin in [0, 1)")
 
     def choose(self, tokens_sampled: int, batch_size: int) -> int:
         """This step's choice, given the tokens the batch sampled in the step that the
@@ -122,11 +142,36 @@ class DraftGate:
         best = self.best(bucket)
         others = [c for c in range(self.choices) if c != best]
         probes_from = self.probe_every - self.probe_steps * len(others)
-        phase = self._step % self.probe_every
-        choice = best if phase < probes_from else others[(phase - probes_from) // self.probe_steps]
+        cycle, phase = divmod(self._step, self.probe_every)
+        if self.backoff.pop((bucket, best), 0):  # the best is probed fully once it loses
+            del self._next_probe[(bucket, best)]
+        choice = best
+        if phase >= probes_from:
+            slot, offset = divmod(phase - probes_from, self.probe_steps)
+            if self._probe_due(bucket, others[slot], best, cycle, first_step=offset == 0):
+                choice = others[slot]
         self._step += 1
         self._last = _Decision(now, bucket, choice)
         return choice
+
+    def _probe_due(self, bucket: int, choice: int, best: int, cycle: int, first_step: bool) -> bool:
+        """Whether ``choice`` is probed in this cycle's slot; decided on the slot's first
+        step, where a due probe also sets when the next one comes (see the module doc)."""
+        key = (bucket, choice)
+        if first_step and cycle >= self._next_probe.get(key, 0):
+            losing = self._losing(bucket, choice, best)
+            level = min(self.backoff.get(key, 0) + 1, self.probe_backoff) if losing else 0
+            self.backoff[key] = level
+            self._next_probe[key] = cycle + (1 << level)
+            self._probing[key] = cycle
+        return self._probing.get(key) == cycle
+
+    def _losing(self, bucket: int, choice: int, best: int) -> bool:
+        """Whether ``choice``'s measured rate is more than the margin below ``best``'s."""
+        mine, top = self.rates.get((bucket, choice)), self.rates.get((bucket, best))
+        if mine is None or top is None or min(mine.observed, top.observed) < self.min_observed:
+            return False
+        return mine.per_second < (1 - self.backoff_margin) * top.per_second
 
     def drafts_nothing(self, choice: int) -> bool:
         """Whether ``choice`` is the last one, which drafts nothing."""
