@@ -303,3 +303,17 @@ def test_a_backed_off_choice_that_wins_is_probed_every_cycle_when_it_loses_again
     # would allow one in eight cycles).
     decisions = simulate(gate, clock, 64 * 4, failing)
     assert sum(d for _, d in decisions[64:]) >= 2 * 4
+
+
+def test_discounted_time_is_left_out_of_the_step_it_was_spent_in():
+    clock = ManualClock()
+    gate = DraftGate(clock=clock)
+    gate.choose(0, 1)
+    clock.now += 5.0  # e.g. the suffix trees catching up on deferred steps
+    gate.discount(5.0)
+    clock.now += 1.0
+    gate.choose(2, 1)
+    assert gate.rates[(batch_bucket(1), 0)].steps[-1] == (2, pytest.approx(1.0))
+    gate.pause()
+    gate.discount(3.0)  # no step under way: nothing to discount, no error
+    assert gate._last is None

@@ -331,61 +331,48 @@ def test_hybrid_under_the_cost_rule_can_keep_suffix_drafts_and_drop_the_speculat
 def test_hybrid_under_the_cost_rule_can_drop_every_draft(make_proposer, monkeypatch):
     """Where no draft pays (the text does not repeat, the speculator is wrong), plain
     steps are the fastest choice: not even the repeating request gets its suffix draft,
-    and the suffix tree takes the step's tokens in that step (deferred, its work would
-    be timed as the next drafting step's)."""
+    and the suffix tree still takes the step's tokens (deferred, as over the batch cap)."""
     drafts, calls, proposer = _hybrid_step(make_proposer, monkeypatch, fastest=2)
     assert drafts == [[], []] and calls == []
     assert proposer.timing["withheld"] == 1 and proposer.timing["undrafted"] == 1
     assert proposer.hybrid.last_source == {"rep": "none", "new": "none"}
-    assert proposer.hybrid.follow.pending == {}
-    assert set(proposer.hybrid.cache.active_requests) == {"rep", "new"}
+    assert proposer.hybrid.follow.pending  # the step's tokens wait for the tree
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_hybrid_steps_the_rule_holds_back_pay_their_tree_work_at_once(
-    make_proposer, monkeypatch, seed
+def test_the_catch_up_after_undrafted_steps_is_not_booked_to_the_drafting_step(
+    make_proposer, monkeypatch
 ):
-    """Steps of every kind in random order (drafting, held back by the cost rule, over
-    the batch cap): after each step that is not over the cap the hybrid's suffix cache is
-    the tree that following every step builds, and only capped steps leave work pending."""
-    import random
+    """Steps without drafts defer the suffix trees' work; the drafting step after them
+    does it, and the cost rule must not count that time as the drafting choice's (it
+    made drafting look slow: hybrid drafted nothing on 76 % of its steps at batch 32 on
+    copy-llama where suffix decoding alone ran x1.36)."""
+    from arctic_inference.vllm.spec_dec.draft_gate import batch_bucket
 
-    from arctic_inference.suffix_decoding import SuffixDecodingCache
-    from tests.spec_dec.test_suffix_follow import _follow_every_step, _shape
-
-    rng = random.Random(seed)
     proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
-    hybrid = proposer.hybrid
-    eager = SuffixDecodingCache(
-        max_tree_depth=hybrid.max_tree_depth, max_cached_requests=-1, policy=None
-    )
-    hybrid.cache = followed = SuffixDecodingCache(
-        max_tree_depth=hybrid.max_tree_depth, max_cached_requests=-1, policy=None
-    )
-    hybrid.follow.cache = followed
-    runner = _batch(monkeypatch, {f"r{k}": [rng.randrange(8) for _ in range(6)] for k in range(3)})
-    kinds = {"drafting": 0, "held": 0, "capped": 0}
-    for step in range(60):
-        if step % 20 == 10:
-            runner.remove(runner.batch.req_ids[0])
-            runner.add(f"n{step}", [rng.randrange(8) for _ in range(5)])
-            runner.batch.refresh_metadata()  # the runner's end of a step's state update
-        live = list(runner.batch.req_ids)
-        sampled = runner.step(
-            {r: [rng.randrange(8) for _ in range(rng.randint(1, 3))] for r in live}
-        )
-        _follow_every_step(eager, runner.batch, sampled)
-        kind = rng.choice(list(kinds))
-        kinds[kind] += 1
-        hybrid.combine(
-            runner.batch, sampled, None, set(), lambda rows: {}, 8,
-            drafting=kind == "drafting", capped=kind == "capped",
-        )  # fmt: skip
-        if kind == "capped":
-            continue
-        assert hybrid.follow.pending == {}
-        assert _shape(followed) == _shape(eager)
-    assert min(kinds.values()) >= 10  # every kind ran, interleaved
+    gate, hybrid = proposer.gate, proposer.hybrid
+    clock = gate.clock = ManualClock()
+    real_catch_up = hybrid.follow.catch_up
+
+    def slow_catch_up(input_batch):
+        if hybrid.follow.pending:  # with nothing pending it returns at once
+            clock.now += 5.0
+        return real_catch_up(input_batch)
+
+    monkeypatch.setattr(hybrid.follow, "catch_up", slow_catch_up)
+    runner = _batch(monkeypatch, {"rep": LOOP * 4, "new": [90, 91, 92, 93]})
+
+    def step(sampled: dict[str, list[int]]) -> list[list[int]]:
+        return proposer.propose(runner.step(sampled), torch.randn(2, HIDDEN), None, runner.batch)
+
+    _gate_preferring(proposer, fastest=2)  # no drafts: the step's tokens wait
+    assert step({"rep": [30], "new": [94]}) == [[], []] and hybrid.follow.pending
+    clock.now += 1.0
+    _gate_preferring(proposer, fastest=1)  # suffix drafts alone now win
+    drafts = step({"rep": [31], "new": [95]})
+    assert drafts[0] and hybrid.follow.pending == {}  # caught up (5 s), then drafted
+    clock.now += 1.0  # the drafting step's own time
+    step({"rep": [32], "new": [96]})
+    assert gate.rates[(batch_bucket(2), 1)].steps[-1][1] == pytest.approx(1.0)
 
 
 def test_hybrid_under_the_cost_rule_drafts_with_both_where_that_pays(make_proposer, monkeypatch):

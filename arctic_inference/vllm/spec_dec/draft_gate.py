@@ -38,6 +38,10 @@ few to judge on (a single accepted token moves its rate by a quarter), and a
 change of regime large enough to matter shows within a probe or two, since
 every probe refreshes a quarter of the window.
 
+Work a step does for earlier steps is left out of its time (``discount``): a
+hybrid step that drafts after steps without drafts first feeds the suffix trees
+what those steps deferred.
+
 Each rate is taken over the choice's last ``window`` steps, leaving out a step
 more than four times their median (an idle engine between requests, a long
 prefill): such a step measures the arrival of work, not the choice.
@@ -172,6 +176,13 @@ class DraftGate:
         if mine is None or top is None or min(mine.observed, top.observed) < self.min_observed:
             return False
         return mine.per_second < (1 - self.backoff_margin) * top.per_second
+
+    def discount(self, seconds: float) -> None:
+        """Leave ``seconds`` of the step under way out of its choice's time: work that
+        step does for earlier steps (the suffix trees catching up on the tokens of steps
+        without drafts), which would otherwise be booked to its own choice."""
+        if self._last is not None:
+            self._last = dataclasses.replace(self._last, at=self._last.at + seconds)
 
     def drafts_nothing(self, choice: int) -> bool:
         """Whether ``choice`` is the last one, which drafts nothing."""

@@ -109,28 +109,23 @@ class HybridDrafter:
         arctic_for: Callable[[list[int]], dict[int, list[int]]],
         max_tokens: int,
         drafting: bool,
-        capped: bool,
     ) -> list[list[int]]:
         """One draft per request: the suffix's or the speculator's (see the module doc).
 
         ``arctic_rows`` are the batch indices the speculator may draft for;
         ``arctic_for(rows)`` drafts for the given ones (batch index -> tokens)
         and is called once, with only the requests that take its draft.
-        ``drafting`` false: nobody drafts this step; ``capped``: because the batch is
-        over the cap, so the tree may learn the step's tokens later.
         """
         req_ids = list(input_batch.req_ids[: len(sampled_token_ids)])
         self._observe(req_ids, sampled_token_ids, num_draft)
+        # Over the batch cap, or held back by the cost rule: nobody drafts, the tree learns later.
         if not drafting:
             for req_id in req_ids:
                 self.last_source[req_id] = "none"
             self.chosen["none"] += len(req_ids)
-            if capped:
-                self._forget(self.follow.defer(input_batch, sampled_token_ids))
-            else:
-                self._forget(self._follow_without_drafting(input_batch, sampled_token_ids))
+            self._forget(self.follow.defer(input_batch, sampled_token_ids))
             return [[] for _ in sampled_token_ids]
-        self._forget(self.follow.catch_up(input_batch))
+        self.catch_up(input_batch)
         suffix: list[tuple[list[int], float]] = []
         sources: list[Source] = []
         for i, sampled in enumerate(sampled_token_ids):
@@ -155,19 +150,14 @@ class HybridDrafter:
         self._forget(stop_departed(self.cache, input_batch))
         return out
 
-    def _follow_without_drafting(self, input_batch: Any, sampled_token_ids) -> set[str]:
-        """A step the cost rule holds back feeds the tree as a drafting step would.
+    def catch_up(self, input_batch: Any) -> None:
+        """Hand the trees the tokens of the steps that deferred them (``DeferredFollow``).
 
-        Deferred, its bookkeeping would land on the next drafting step, and the rule
-        would book it to drafting: on copy-llama at batch 32 hybrid then drafted nothing
-        on 76 % of its steps while suffix decoding alone ran x1.36 of no speculation
-        (``bench/spec/RESULTS.md``, twelfth session). Returns the ids that left.
+        A drafting step starts with this; the proposer calls it first when the cost rule
+        times the step, so that the rule can leave this work, which the steps without
+        drafts put off, out of the drafting step's time.
         """
-        gone = self.follow.catch_up(input_batch)
-        for i, sampled in enumerate(sampled_token_ids):
-            if sampled:
-                follow_request(self.cache, input_batch, i, sampled)
-        return gone | stop_departed(self.cache, input_batch)
+        self._forget(self.follow.catch_up(input_batch))
 
     def _forget(self, departed: set[str]) -> None:
         for req_id in departed:
