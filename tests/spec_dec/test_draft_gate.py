@@ -115,15 +115,16 @@ def test_a_choice_that_keeps_losing_is_probed_every_eighth_cycle(
 
 @pytest.mark.parametrize("backoff", [0, 3])
 def test_the_gate_follows_a_change_of_regime_both_ways(backoff):
-    """A losing choice probed every 2**backoff cycles is found paying again within two
-    of its probes (the first may judge it on what it measured before the change), then
-    the three cycles it takes to fill its window."""
+    """Without backoff the gate follows within three probe cycles (the window refills);
+    a losing choice probed every 2**backoff cycles is found paying again within two of
+    its thinned probes (the first may judge it on what it measured before the change),
+    then those three cycles."""
     clock = ManualClock()
     gate = DraftGate(clock=clock, probe_backoff=backoff)
     rng = random.Random(2)
     paying, failing = engine(1.2, 2.5, rng), engine(1.3, 1.0, rng)
     length = 2048
-    settle = 64 * (2 * 2**backoff + 3)
+    settle = 64 * (3 + (2 * 2**backoff if backoff else 0))
 
     def step(i, drafted):
         return (failing if length <= i < 2 * length else paying)(i, drafted)
