@@ -317,4 +317,6 @@ def test_discounted_time_is_left_out_of_the_step_it_was_spent_in():
     assert gate.rates[(batch_bucket(1), 0)].steps[-1] == (2, pytest.approx(1.0))
     gate.pause()
     gate.discount(3.0)  # no step under way: nothing to discount, no error
-    assert gate._last is None
+    clock.now += 1.0
+    gate.choose(2, 1)  # the paused step is still not measured
+    assert len(gate.rates[(batch_bucket(1), 0)].steps) == 1
