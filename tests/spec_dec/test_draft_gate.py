@@ -320,3 +320,139 @@ def test_discounted_time_is_left_out_of_the_step_it_was_spent_in():
     clock.now += 1.0
     gate.choose(2, 1)  # the paused step is still not measured
     assert len(gate.rates[(batch_bucket(1), 0)].steps) == 1
+
+
+def requests_in_turn(
+    gate: DraftGate,
+    clock: ManualClock,
+    engines: list[Callable[[int, int], tuple[float, int]]],
+    length: int,
+) -> list[list[int]]:
+    """One request at a time, each ``length`` steps on its own engine (its text); the
+    first step of each reports one arrival. Returns each request's choices."""
+    runs = []
+    tokens = 0
+    for step in engines:
+        choices = []
+        for i in range(length):
+            choice = gate.choose(tokens, 1, arrivals=int(i == 0))
+            choices.append(choice)
+            seconds, tokens = step(i, choice)
+            clock.now += seconds
+        runs.append(choices)
+    return runs
+
+
+def test_a_new_request_whose_text_repeats_is_drafted_for_at_once():
+    """One at a time: after requests whose text does not repeat (no drafts is the best,
+    the drafting choices, close behind, are probed every few cycles), a request that
+    quotes its context gets drafts within its first probe: the drafting choices' rates
+    from the earlier text are stale once a new request arrives."""
+    rng = random.Random(11)
+    seconds = (1.15, 1.1, 1.0)  # at batch 1 a draft costs the step little
+    plain = three_way_engine(seconds, (1.05, 1.02, 1.0), rng)
+    quoting = three_way_engine(seconds, (3.0, 2.8, 1.0), rng)
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    runs = requests_in_turn(gate, clock, [plain] * 4 + [quoting], 256)
+    assert runs[3].count(2) >= 256 - 64  # no drafts led on the text that does not repeat
+    first = runs[4]
+    assert first[:8] == [0] * 4 + [1] * 4  # both drafting choices probed at once
+    assert first[8:64].count(2) <= 4  # then no drafts only in a probe
+    # Without arrivals the same run waits for the thinned probes: the gain is the rule's.
+    clock = ManualClock()
+    blind = DraftGate(choices=3, clock=clock)
+    rng.seed(11)
+    tokens, choices = 0, []
+    for engine_ in [plain] * 4 + [quoting]:
+        for i in range(256):
+            choices.append(blind.choose(tokens, 1))
+            seconds_, tokens = engine_(i, choices[-1])
+            clock.now += seconds_
+    assert choices[-256:][:64].count(2) > 16
+
+
+def test_a_choice_far_behind_is_not_reprobed_by_new_batches():
+    """Batch 32 on small-llama: drafting costs a step x2.5 for almost nothing, a third of
+    the rate of no drafts; a whole new batch every 128 steps does not bring its probes
+    back from every eighth cycle."""
+    rng = random.Random(12)
+    step = engine(2.5, 1.01, rng)
+    clock = ManualClock()
+    gate = DraftGate(clock=clock)
+    decisions = []
+    tokens = 0
+    for i in range(64 * 40):
+        choice = gate.choose(tokens, 32, arrivals=32 if i % 128 == 0 else 0)
+        decisions.append(choice == 0)
+        seconds, tokens = step(i, choice == 0)
+        clock.now += seconds
+    late = decisions[64 * 24 :]
+    assert sum(late) == 4 * len(late) // (64 * 8)
+
+
+def _settled_rates(gate: DraftGate, bucket: int, per_second: list[float]) -> None:
+    for choice, rate in enumerate(per_second):
+        steps = gate.rates[(bucket, choice)] = StepRate(gate.window)
+        for _ in range(gate.window):
+            steps.observe(1, 1.0 / rate)
+
+
+def test_half_a_new_batch_is_a_new_regime_and_arrivals_add_up():
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    bucket = batch_bucket(32)
+    _settled_rates(gate, bucket, [0.8, 0.9, 1.0])  # no drafts leads, both within 25 %
+
+    def step(arrivals: int = 0) -> int:
+        clock.now += 1.0  # every step yields one token a second: the rates stay put
+        return gate.choose(1, 32, arrivals)
+
+    assert step(arrivals=15) == 2  # 15 of 32 new: the rates still hold
+    assert [step() for _ in range(3)] == [2, 2, 2]
+    assert step(arrivals=1) == 0  # the 16th: probe at once, the most drafting first
+    assert [step() for _ in range(7)] == [0, 0, 0, 1, 1, 1, 1]
+    # Measured anew, as fast as no drafts now: the tie goes to drafting the most.
+    assert step() == 0 and gate.rates[(bucket, 0)].observed == 4
+
+
+def test_a_fresh_rate_replaces_the_stale_one_only_once_measured():
+    """A new batch's probe cut short (the batch size changed) leaves the stale rate in
+    place: a rate short of steps would make the gate fall back to drafting the most."""
+    clock = ManualClock()
+    gate = DraftGate(choices=2, clock=clock)
+    one, two = batch_bucket(1), batch_bucket(2)
+    _settled_rates(gate, one, [0.9, 1.0])
+    _settled_rates(gate, two, [0.5, 1.0])
+    stale = gate.rates[(one, 0)]
+    assert gate.choose(0, 1, arrivals=1) == 0  # the probe's first step
+    clock.now += 1.0
+    assert gate.choose(3, 2) == 1  # two requests now: no drafts, their bucket's best
+    assert gate.rates[(one, 0)] is stale  # one fresh step is not a rate
+    clock.now += 1.0
+    for _ in range(8):  # back at one request: the probe was dropped, the stale rate holds
+        assert gate.choose(1, 1) == 1
+        clock.now += 1.0
+    assert gate.rates[(one, 0)] is stale
+
+
+def test_a_new_regime_measures_the_probed_choice_afresh():
+    clock = ManualClock()
+    gate = DraftGate(choices=2, clock=clock)
+    bucket = batch_bucket(1)
+    _settled_rates(gate, bucket, [0.9, 1.0])
+    tokens = 0
+    choices = []
+    for i in range(5):
+        choices.append(gate.choose(tokens, 1, arrivals=int(i == 0)))
+        clock.now += 1.0
+        tokens = 3  # the new text repeats: three tokens a step
+    assert choices == [0] * 5  # four probe steps, then drafting leads on the fresh rate
+    fresh = gate.rates[(bucket, 0)]
+    assert fresh.observed == 4 and fresh.per_second == pytest.approx(3.0)
+
+
+def test_regime_margin_is_checked():
+    with pytest.raises(ValueError, match="regime_margin"):
+        DraftGate(regime_margin=1.0)
+    DraftGate(regime_margin=0.0)

@@ -38,6 +38,19 @@ few to judge on (a single accepted token moves its rate by a quarter), and a
 change of regime large enough to matter shows within a probe or two, since
 every probe refreshes a quarter of the window.
 
+A rate measures the requests that were in the batch when it was taken. Where
+half of the batch is new since (one request at a time: every new request), the
+rates of the choices drafting more than the best one are stale, while the rate
+of drafting less is not: the cost of no drafts does not depend on the text.
+A choice that drafts more and was within ``regime_margin`` of the best is then
+probed at once, and its rate is taken anew from that probe. Without this, one
+request at a time on copy-llama, a request whose text did not repeat made "no
+drafts" the best, and the next request, one that quotes its context, ran without
+drafts until the thinned probe of suffix drafts came due (hybrid x0.88 of suffix
+decoding alone, ``bench/spec/RESULTS.md``, thirteenth session). A choice further
+behind (the speculator on a random-weight model at batch 32, a third of the best's
+rate) keeps its thinned probes: a new batch does not close such a gap.
+
 Work a step does for earlier steps is left out of its time (``discount``): a
 hybrid step that drafts after steps without drafts first feeds the suffix trees
 what those steps deferred.
@@ -114,6 +127,7 @@ class DraftGate:
     min_observed: int = 4  # observations of every choice before the rates are compared
     probe_backoff: int = 3  # a losing choice is probed every 2**k cycles, k at most this
     backoff_margin: float = 0.1  # losing: a rate more than this share below the best's
+    regime_margin: float = 0.25  # re-probed on a new batch: drafting more, this close to the best
     clock: Callable[[], float] = time.perf_counter
     rates: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
     # Per (bucket, choice): its backoff level (how many times in a row it lost when its
@@ -122,6 +136,12 @@ class DraftGate:
     backoff: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
     _next_probe: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
     _probing: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
+    # Per bucket: requests that arrived since its rates were last judged stale. Per
+    # (bucket, choice) being measured anew: its fresh rate, which replaces the stale one
+    # once it holds min_observed steps. The probes a new batch asked for, one per step.
+    _arrived: dict[int, int] = dataclasses.field(default_factory=dict)
+    _fresh: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
+    _urgent: collections.deque = dataclasses.field(default_factory=collections.deque)
     _step: int = 0
     _last: _Decision | None = None
 
@@ -135,14 +155,24 @@ class DraftGate:
             )
         if self.probe_backoff < 0 or not 0 <= self.backoff_margin < 1:
             raise ValueError("probe_backoff must be at least 0 and backoff_margin in [0, 1)")
+        if not 0 <= self.regime_margin < 1:
+            raise ValueError("regime_margin must be in [0, 1)")
 
-    def choose(self, tokens_sampled: int, batch_size: int) -> int:
+    def choose(self, tokens_sampled: int, batch_size: int, arrivals: int = 0) -> int:
         """This step's choice, given the tokens the batch sampled in the step that the
-        previous choice shaped."""
+        previous choice shaped and how many of this step's requests are new to the batch."""
         now = self.clock()
         if self._last is not None and tokens_sampled > 0:
             self._observe(self._last, tokens_sampled, now - self._last.at)
         bucket = batch_bucket(batch_size)
+        if arrivals > 0:
+            self._note_arrivals(bucket, batch_size, arrivals)
+        while self._urgent and self._urgent[0][0] != bucket:
+            self._urgent.popleft()  # asked for by a batch of another size
+        if self._urgent:  # a new batch's probe: outside the probe cycle's count
+            choice = self._urgent.popleft()[1]
+            self._last = _Decision(now, bucket, choice)
+            return choice
         best = self.best(bucket)
         others = [c for c in range(self.choices) if c != best]
         probes_from = self.probe_every - self.probe_steps * len(others)
@@ -177,6 +207,25 @@ class DraftGate:
             return False
         return mine.per_second < (1 - self.backoff_margin) * top.per_second
 
+    def _note_arrivals(self, bucket: int, batch_size: int, arrivals: int) -> None:
+        """Count new requests; once half the batch is new, probe at once each choice that
+        drafts more than the best and was close to it, and measure its rate anew."""
+        arrived = self._arrived[bucket] = self._arrived.get(bucket, 0) + arrivals
+        if 2 * arrived < batch_size:
+            return
+        self._arrived[bucket] = 0
+        best = self.best(bucket)
+        for choice in range(best):
+            key = (bucket, choice)
+            mine, top = self.rates.get(key), self.rates.get((bucket, best))
+            if mine is None or top is None:
+                continue
+            if mine.per_second >= (1 - self.regime_margin) * top.per_second:
+                self._fresh[key] = StepRate(self.window)
+                self.backoff.pop(key, None)
+                self._next_probe.pop(key, None)
+                self._urgent.extend([key] * self.probe_steps)
+
     def discount(self, seconds: float) -> None:
         """Leave ``seconds`` of the step under way out of its choice's time: work that
         step does for earlier steps (the suffix trees catching up on the tokens of steps
@@ -203,6 +252,12 @@ class DraftGate:
 
     def _observe(self, decision: _Decision, tokens: int, seconds: float) -> None:
         key = (decision.bucket, decision.choice)
+        fresh = self._fresh.get(key)
+        if fresh is not None:  # measured anew after a new batch: the old steps are stale
+            fresh.observe(tokens, seconds)
+            if fresh.observed >= self.min_observed:
+                self.rates[key] = self._fresh.pop(key)
+            return
         rate = self.rates.get(key)
         if rate is None:
             rate = self.rates[key] = StepRate(self.window)

@@ -136,6 +136,7 @@ class ArcticProposer:
         # Choices: the speculator (and suffix drafts), [suffix drafts alone,] nothing.
         choices = 3 if self.hybrid is not None else 2
         self.gate = DraftGate(choices) if gated_by_cost(self.speculative_config) else None
+        self._batch_requests: set[str] = set()  # the previous step's, for the gate
 
     # --- loading -------------------------------------------------------------
 
@@ -207,28 +208,39 @@ class ArcticProposer:
             self.timing["calls"] += 1
             self.timing["seconds"] += time.perf_counter() - start
 
-    def _gate_choice(self, sampled_token_ids: Sequence[Sequence[int]], capped: bool) -> int:
+    def _gate_choice(
+        self, sampled_token_ids: Sequence[Sequence[int]], capped: bool, req_ids: Sequence[str]
+    ) -> int:
         """The cost rule's choice for this step: 0 drafts with the speculator, the last
         choice drafts nothing (see :mod:`.draft_gate`); 0 without the rule."""
         if self.gate is None:
             return 0
+        arrivals = self._count_arrivals(req_ids)
         if capped:
             self.gate.pause()  # the cap decides; its steps measure no choice
             return 0
         batch, tokens = len(sampled_token_ids), sum(len(t) for t in sampled_token_ids)
         group = self.tp_group
         if group is None:
-            choice = self.gate.choose(tokens, batch)
+            choice = self.gate.choose(tokens, batch, arrivals)
         else:
             # Every rank runs the sharded speculator's collectives, so all must make the
             # same choice; their clocks differ, so rank 0's gate chooses for the group.
-            mine = self.gate.choose(tokens, batch) if group.rank_in_group == 0 else 0
+            mine = self.gate.choose(tokens, batch, arrivals) if group.rank_in_group == 0 else 0
             choice = shared_choice(mine, group, self.device)
         if choice > 0:
             self.timing["withheld"] += 1
         if self.gate.drafts_nothing(choice):
             self.timing["undrafted"] += 1
         return choice
+
+    def _count_arrivals(self, req_ids: Sequence[str]) -> int:
+        """How many of this step's requests the previous step did not have (the cost rule
+        re-judges its choices once half the batch is new)."""
+        current = set(req_ids)
+        arrivals = len(current - self._batch_requests)
+        self._batch_requests = current
+        return arrivals
 
     @functools.cached_property
     def tp_group(self) -> Any:
@@ -252,7 +264,9 @@ class ArcticProposer:
             self.disable_by_batch_size,
         )
         capped = over_batch_cap(self.disable_by_batch_size, len(sampled_token_ids))
-        choice = self._gate_choice(sampled_token_ids, capped)
+        choice = self._gate_choice(
+            sampled_token_ids, capped, input_batch.req_ids[: len(sampled_token_ids)]
+        )
         if choice > 0:
             plan = DraftPlan([], [])
         undrafted = self.gate is not None and self.gate.drafts_nothing(choice)
