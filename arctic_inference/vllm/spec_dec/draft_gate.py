@@ -46,7 +46,7 @@ A choice that drafts more and was within ``regime_margin`` of the best is then
 probed at once, and its rate is taken anew from that probe. Without this, one
 request at a time on copy-llama, a request whose text did not repeat made "no
 drafts" the best, and the next request, one that quotes its context, ran without
-drafts until the thinned probe of suffix drafts came due (hybrid x0.88 of suffix
+drafts until the thinned probe of suffix drafts came due (hybrid x0.87 of suffix
 decoding alone, ``bench/spec/RESULTS.md``, thirteenth session). A choice further
 behind (the speculator on a random-weight model at batch 32, a third of the best's
 rate) keeps its thinned probes: a new batch does not close such a gap.
