@@ -327,15 +327,17 @@ def requests_in_turn(
     clock: ManualClock,
     engines: list[Callable[[int, int], tuple[float, int]]],
     length: int,
+    report_arrivals: bool = True,
 ) -> list[list[int]]:
     """One request at a time, each ``length`` steps on its own engine (its text); the
-    first step of each reports one arrival. Returns each request's choices."""
+    first step of each reports one arrival (if ``report_arrivals``). Returns each
+    request's choices."""
     runs = []
     tokens = 0
     for step in engines:
         choices = []
         for i in range(length):
-            choice = gate.choose(tokens, 1, arrivals=int(i == 0))
+            choice = gate.choose(tokens, 1, arrivals=int(report_arrivals and i == 0))
             choices.append(choice)
             seconds, tokens = step(i, choice)
             clock.now += seconds
@@ -348,28 +350,23 @@ def test_a_new_request_whose_text_repeats_is_drafted_for_at_once():
     the drafting choices, close behind, are probed every few cycles), a request that
     quotes its context gets drafts within its first probe: the drafting choices' rates
     from the earlier text are stale once a new request arrives."""
-    rng = random.Random(11)
     seconds = (1.15, 1.1, 1.0)  # at batch 1 a draft costs the step little
-    plain = three_way_engine(seconds, (1.05, 1.02, 1.0), rng)
-    quoting = three_way_engine(seconds, (3.0, 2.8, 1.0), rng)
-    clock = ManualClock()
-    gate = DraftGate(choices=3, clock=clock)
-    runs = requests_in_turn(gate, clock, [plain] * 4 + [quoting], 256)
+
+    def run(report_arrivals: bool) -> list[list[int]]:
+        rng = random.Random(11)
+        plain = three_way_engine(seconds, (1.05, 1.02, 1.0), rng)
+        quoting = three_way_engine(seconds, (3.0, 2.8, 1.0), rng)
+        clock = ManualClock()
+        gate = DraftGate(choices=3, clock=clock)
+        return requests_in_turn(gate, clock, [plain] * 4 + [quoting], 256, report_arrivals)
+
+    runs = run(report_arrivals=True)
     assert runs[3].count(2) >= 256 - 64  # no drafts led on the text that does not repeat
     first = runs[4]
     assert first[:8] == [0] * 4 + [1] * 4  # both drafting choices probed at once
     assert first[8:64].count(2) <= 4  # then no drafts only in a probe
     # Without arrivals the same run waits for the thinned probes: the gain is the rule's.
-    clock = ManualClock()
-    blind = DraftGate(choices=3, clock=clock)
-    rng.seed(11)
-    tokens, choices = 0, []
-    for engine_ in [plain] * 4 + [quoting]:
-        for i in range(256):
-            choices.append(blind.choose(tokens, 1))
-            seconds_, tokens = engine_(i, choices[-1])
-            clock.now += seconds_
-    assert choices[-256:][:64].count(2) > 16
+    assert run(report_arrivals=False)[4][:64].count(2) > 16
 
 
 def test_a_choice_far_behind_is_not_reprobed_by_new_batches():

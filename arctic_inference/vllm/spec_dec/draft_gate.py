@@ -200,12 +200,17 @@ class DraftGate:
             self._probing[key] = cycle
         return self._probing.get(key) == cycle
 
-    def _losing(self, bucket: int, choice: int, best: int) -> bool:
-        """Whether ``choice``'s measured rate is more than the margin below ``best``'s."""
+    def _share_of_best(self, bucket: int, choice: int, best: int) -> float | None:
+        """``choice``'s measured rate as a share of ``best``'s; None until both are known."""
         mine, top = self.rates.get((bucket, choice)), self.rates.get((bucket, best))
         if mine is None or top is None or min(mine.observed, top.observed) < self.min_observed:
-            return False
-        return mine.per_second < (1 - self.backoff_margin) * top.per_second
+            return None
+        return mine.per_second / top.per_second if top.per_second > 0 else 1.0
+
+    def _losing(self, bucket: int, choice: int, best: int) -> bool:
+        """Whether ``choice``'s measured rate is more than the margin below ``best``'s."""
+        share = self._share_of_best(bucket, choice, best)
+        return share is not None and share < 1 - self.backoff_margin
 
     def _note_arrivals(self, bucket: int, batch_size: int, arrivals: int) -> None:
         """Count new requests; once half the batch is new, probe at once each choice that
@@ -216,11 +221,9 @@ class DraftGate:
         self._arrived[bucket] = 0
         best = self.best(bucket)
         for choice in range(best):
-            key = (bucket, choice)
-            mine, top = self.rates.get(key), self.rates.get((bucket, best))
-            if mine is None or top is None:
-                continue
-            if mine.per_second >= (1 - self.regime_margin) * top.per_second:
+            share = self._share_of_best(bucket, choice, best)
+            if share is not None and share >= 1 - self.regime_margin:
+                key = (bucket, choice)
                 self._fresh[key] = StepRate(self.window)
                 self.backoff.pop(key, None)
                 self._next_probe.pop(key, None)
