@@ -25,14 +25,16 @@ def simulate_choices(
     steps: int,
     step: Callable[[int, int], tuple[float, int]],
     batch: Callable[[int], int] = lambda i: 1,
+    arrivals: Callable[[int], int] = lambda i: 0,
 ) -> list[tuple[int, int]]:
     """Run ``steps`` steps: ``step(i, choice)`` gives (seconds, tokens) of the step the
-    gate's choice shaped. Returns (batch size, choice) per step."""
+    gate's choice shaped; ``arrivals(i)`` the requests new to the batch at step ``i``.
+    Returns (batch size, choice) per step."""
     decisions = []
     tokens = 0
     for i in range(steps):
         size = batch(i)
-        choice = gate.choose(tokens, size)
+        choice = gate.choose(tokens, size, arrivals(i))
         decisions.append((size, choice))
         seconds, tokens = step(i, choice)
         clock.now += seconds
@@ -45,9 +47,10 @@ def simulate(
     steps: int,
     step: Callable[[int, bool], tuple[float, int]],
     batch: Callable[[int], int] = lambda i: 1,
+    arrivals: Callable[[int], int] = lambda i: 0,
 ) -> list[tuple[int, bool]]:
     """A two-choice gate: ``step(i, drafted)``; returns (batch size, drafted) per step."""
-    runs = simulate_choices(gate, clock, steps, lambda i, c: step(i, c == 0), batch)
+    runs = simulate_choices(gate, clock, steps, lambda i, c: step(i, c == 0), batch, arrivals)
     return [(size, choice == 0) for size, choice in runs]
 
 
@@ -332,17 +335,15 @@ def requests_in_turn(
     """One request at a time, each ``length`` steps on its own engine (its text); the
     first step of each reports one arrival (if ``report_arrivals``). Returns each
     request's choices."""
-    runs = []
-    tokens = 0
-    for step in engines:
-        choices = []
-        for i in range(length):
-            choice = gate.choose(tokens, 1, arrivals=int(report_arrivals and i == 0))
-            choices.append(choice)
-            seconds, tokens = step(i, choice)
-            clock.now += seconds
-        runs.append(choices)
-    return runs
+    runs = simulate_choices(
+        gate,
+        clock,
+        len(engines) * length,
+        lambda i, choice: engines[i // length](i % length, choice),
+        arrivals=lambda i: int(report_arrivals and i % length == 0),
+    )
+    choices = [choice for _, choice in runs]
+    return [choices[k : k + length] for k in range(0, len(choices), length)]
 
 
 def test_a_new_request_whose_text_repeats_is_drafted_for_at_once():
@@ -377,14 +378,10 @@ def test_a_choice_far_behind_is_not_reprobed_by_new_batches():
     step = engine(2.5, 1.01, rng)
     clock = ManualClock()
     gate = DraftGate(clock=clock)
-    decisions = []
-    tokens = 0
-    for i in range(64 * 40):
-        choice = gate.choose(tokens, 32, arrivals=32 if i % 128 == 0 else 0)
-        decisions.append(choice == 0)
-        seconds, tokens = step(i, choice == 0)
-        clock.now += seconds
-    late = decisions[64 * 24 :]
+    decisions = simulate(
+        gate, clock, 64 * 40, step, batch=lambda i: 32, arrivals=lambda i: 32 * (i % 128 == 0)
+    )
+    late = [drafted for _, drafted in decisions[64 * 24 :]]
     assert sum(late) == 4 * len(late) // (64 * 8)
 
 
