@@ -91,7 +91,9 @@ def test_a_step_longer_than_the_call_waits_for_a_larger_budget(tmp_path):
     assert (tmp_path / "ran").exists()
 
 
-@pytest.mark.parametrize("name", ["next.plan", "sp2.plan", "hybrid-check.plan"])
+@pytest.mark.parametrize(
+    "name", ["next.plan", "sp2.plan", "hybrid-check.plan", "regime-check.plan"]
+)
 def test_the_session_plans_parse_and_fit_a_call(name: str):
     """Every step of a committed plan has a name, an estimate under one call, a command."""
     plan = Path(__file__).with_name("plans") / name
@@ -107,7 +109,12 @@ def test_the_session_plans_parse_and_fit_a_call(name: str):
 
 # Host cores of the machine each committed plan is written for (the device tool's kinds:
 # nvidia-h200 has 16, nvidia-h200-x2 has 32).
-PLAN_HOST_CORES = {"next.plan": 16, "sp2.plan": 32, "hybrid-check.plan": 16}
+PLAN_HOST_CORES = {
+    "next.plan": 16,
+    "sp2.plan": 32,
+    "hybrid-check.plan": 16,
+    "regime-check.plan": 16,
+}
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 

@@ -450,3 +450,98 @@ def test_regime_margin_is_checked():
     with pytest.raises(ValueError, match="regime_margin"):
         DraftGate(regime_margin=1.0)
     DraftGate(regime_margin=0.0)
+
+
+def test_evidence_reprobes_a_choice_far_behind_at_once_and_measures_it_afresh():
+    """Suffix drafts lost by half while the text did not repeat; the trees say it repeats
+    again: the gate probes them at once, whatever the margin, and takes their new rate."""
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    bucket = batch_bucket(1)
+    _settled_rates(gate, bucket, [0.4, 0.5, 1.0])
+    assert gate.reconsider(1, [1])
+    choices, tokens = [], 0
+    for _ in range(6):
+        choices.append(gate.choose(tokens, 1))
+        clock.now += 1.0
+        tokens = 3 if choices[-1] == 1 else 1  # the text repeats: suffix drafts pay
+    assert choices == [1] * 6  # four probe steps, then suffix leads on its fresh rate
+    assert gate.rates[(bucket, 1)].per_second == pytest.approx(3.0)
+
+
+def test_evidence_leaves_the_best_and_the_choices_drafting_less_alone():
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    _settled_rates(gate, batch_bucket(1), [0.5, 1.0, 0.9])  # suffix alone leads
+    assert not gate.reconsider(1, [1, 2])
+    clock.now += 1.0
+    assert gate.choose(1, 1) == 1
+
+
+def test_evidence_that_keeps_being_wrong_waits_twice_as_long_each_time():
+    clock = ManualClock()
+    gate = DraftGate(choices=3, evidence_cooldown=4, clock=clock)
+    bucket = batch_bucket(1)
+    _settled_rates(gate, bucket, [0.4, 0.5, 1.0])
+
+    def steps_until_accepted() -> int:
+        """Ordinary steps (the evidence's probes run first) until evidence is taken again;
+        suffix drafts keep yielding half the rate of no drafts."""
+        n = 0
+        while not gate.reconsider(1, [1]):
+            choice = gate.choose(1, 1)
+            clock.now += 2.0 if choice == 1 else 1.0
+            n += 1
+        return n
+
+    assert steps_until_accepted() == 0
+    waits = [steps_until_accepted() for _ in range(4)]
+    # Each wait: the four probe steps the evidence queued, then a cooldown of 4, 8, 16,
+    # 32 ordinary steps.
+    assert waits == [4 + 4, 4 + 8, 4 + 16, 4 + 32]
+    # The last evidence was right: its probes find suffix drafts fast, suffix leads, and
+    # the cooldown starts over from the shortest.
+    tokens = 1
+    for _ in range(gate.probe_steps + 1):
+        gate.choose(tokens, 1)
+        clock.now += 1.0
+        tokens = 4
+    assert gate.best(bucket) == 1
+    _settled_rates(gate, bucket, [0.4, 0.5, 1.0])  # then the text stops repeating
+    steps_until_accepted()  # the cooldown set last time still runs out
+    assert steps_until_accepted() == 4 + 4
+
+
+def test_evidence_cooldown_is_checked():
+    with pytest.raises(ValueError, match="evidence_cooldown"):
+        DraftGate(evidence_cooldown=0)
+
+
+def test_evidence_brings_drafts_back_within_a_request():
+    """One request at a time whose text stops repeating for a stretch, then repeats again.
+    Told by the suffix trees that it repeats, the gate drafts again at the next step; on
+    the rates alone it waits for the probe of suffix drafts, thinned while they lost."""
+    seconds = (1.6, 1.5, 1.0)  # one at a time a suffix step costs about x1.5 a plain one
+
+    def run(evidence: bool) -> list[int]:
+        rng = random.Random(13)
+        plain = three_way_engine(seconds, (1.05, 1.0, 1.0), rng)  # drafts fail
+        quoting = three_way_engine(seconds, (3.0, 2.9, 1.0), rng)
+        clock = ManualClock()
+        gate = DraftGate(choices=3, clock=clock)
+        choices, tokens = [], 0
+        for i in range(768):
+            repeats = not 256 <= i < 512
+            choice = gate.choose(tokens, 1)
+            choices.append(choice)
+            step_seconds, tokens = (quoting if repeats else plain)(i, choice)
+            clock.now += step_seconds
+            if evidence and repeats and gate.drafts_nothing(choice):
+                gate.reconsider(1, [1])
+        return choices
+
+    told = run(evidence=True)
+    assert told[256:512].count(2) >= 3 * 256 // 4  # no drafts led while nothing repeated
+    assert told[513:517] == [1] * 4  # the step after the text repeats: suffix drafts probed
+    assert told[517:576].count(2) <= 4  # then no drafts only in a probe
+    assert run(evidence=False)[512:576].count(2) > 16

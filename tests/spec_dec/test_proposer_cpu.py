@@ -293,11 +293,11 @@ def test_under_tensor_parallelism_rank_0s_gate_chooses_for_every_rank(make_propo
     assert len(draft) == 3 and group.sent == [0]
 
 
-def _gate_preferring(proposer, fastest: int) -> None:
+def _gate_preferring(proposer, fastest: int, sizes=(1, 2, 3)) -> None:
     """Give the proposer's gate measured rates under which choice ``fastest`` wins."""
     from arctic_inference.vllm.spec_dec.draft_gate import StepRate, batch_bucket
 
-    for size in (1, 2, 3):
+    for size in sizes:
         for choice in range(proposer.gate.choices):
             rate = proposer.gate.rates[(batch_bucket(size), choice)] = StepRate()
             for _ in range(8):
@@ -334,12 +334,14 @@ def test_hybrid_under_the_cost_rule_can_keep_suffix_drafts_and_drop_the_speculat
 def test_hybrid_under_the_cost_rule_can_drop_every_draft(make_proposer, monkeypatch):
     """Where no draft pays (the text does not repeat, the speculator is wrong), plain
     steps are the fastest choice: not even the repeating request gets its suffix draft,
-    and the suffix tree still takes the step's tokens (deferred, as over the batch cap)."""
+    and the suffix tree still takes the step's tokens (deferred, as over the batch cap;
+    at a batch this small the check for repeating text hands them over at once)."""
     drafts, calls, proposer = _hybrid_step(make_proposer, monkeypatch, fastest=2)
     assert drafts == [[], []] and calls == []
     assert proposer.timing["withheld"] == 1 and proposer.timing["undrafted"] == 1
     assert proposer.hybrid.last_source == {"rep": "none", "new": "none"}
-    assert proposer.hybrid.follow.pending  # the step's tokens wait for the tree
+    assert proposer.hybrid.follow.pending == {}
+    assert {"rep", "new"} <= set(proposer.hybrid.cache.active_requests)
 
 
 def test_the_catch_up_after_undrafted_steps_is_not_booked_to_the_drafting_step(
@@ -349,8 +351,11 @@ def test_the_catch_up_after_undrafted_steps_is_not_booked_to_the_drafting_step(
     does it, and the cost rule must not count that time as the drafting choice's (it
     made drafting look slow: hybrid drafted nothing on 76 % of its steps at batch 32 on
     copy-llama where suffix decoding alone ran x1.36)."""
+    from arctic_inference.vllm.spec_dec import proposer as proposer_module
     from arctic_inference.vllm.spec_dec.draft_gate import batch_bucket
 
+    # A batch of two over the check for repeating text: the trees' work waits.
+    monkeypatch.setattr(proposer_module, "REPEAT_CHECK_MAX_BATCH", 1)
     proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
     gate, hybrid = proposer.gate, proposer.hybrid
     clock = gate.clock = ManualClock()
@@ -376,6 +381,88 @@ def test_the_catch_up_after_undrafted_steps_is_not_booked_to_the_drafting_step(
     clock.now += 1.0  # the drafting step's own time
     step({"rep": [32], "new": [96]})
     assert gate.rates[(batch_bucket(2), 1)].steps[-1][1] == pytest.approx(1.0)
+
+
+def _hybrid_without_drafts(make_proposer, monkeypatch, prompts: dict[str, list[int]]):
+    """A hybrid proposer whose gate holds "no drafts" as the best, on a batch of
+    ``prompts``; returns (proposer, step), ``step(token)`` sampling ``token`` for every
+    request and returning the drafts."""
+    proposer = make_proposer(enable_suffix_decoding=True, num_speculative_tokens=8)
+    _gate_preferring(proposer, fastest=2, sizes=(1, 2, 3, 5))
+    monkeypatch.setattr(proposer, "propose_arctic", lambda plan, *a: {})
+    runner = _batch(monkeypatch, prompts)
+
+    def step(token: int) -> list[list[int]]:
+        sampled = runner.step({req_id: [token] for req_id in prompts})
+        return proposer.propose(sampled, torch.randn(len(prompts), HIDDEN), None, runner.batch)
+
+    return proposer, step
+
+
+def test_hybrid_without_drafts_drafts_again_once_the_text_repeats(make_proposer, monkeypatch):
+    """Inside a request the text can start repeating while the rule holds every draft
+    back; the suffix trees see it, and the next step drafts (one at a time on
+    copy-llama hybrid drafted nothing on 21 % of its steps where suffix decoding alone
+    drafted on all)."""
+    proposer, step = _hybrid_without_drafts(make_proposer, monkeypatch, {"rep": LOOP * 4})
+    assert step(30) == [[]]  # no drafts, but the trees promise a long accepted draft
+    assert proposer.hybrid.follow.pending == {}  # brought up to date to ask them
+    assert step(31) == [LOOP[2:] + LOOP[:2]]  # the rule probes suffix drafts at once
+    assert proposer.timing["undrafted"] == 1
+
+
+def test_hybrid_without_drafts_stays_so_where_nothing_repeats(make_proposer, monkeypatch):
+    proposer, step = _hybrid_without_drafts(make_proposer, monkeypatch, {"new": [90, 91, 92]})
+    assert [step(t) for t in (93, 94, 95)] == [[[]]] * 3
+    assert proposer.timing["undrafted"] == 3
+
+
+def test_a_large_batch_without_drafts_is_not_checked_for_repeats(make_proposer, monkeypatch):
+    """Above REPEAT_CHECK_MAX_BATCH the trees keep deferring their work (it costs a large
+    batch twice the host time) and the rule waits for its probes or a new batch."""
+    from arctic_inference.vllm.spec_dec.proposer import REPEAT_CHECK_MAX_BATCH
+
+    prompts = {f"rep{k}": LOOP * 4 for k in range(REPEAT_CHECK_MAX_BATCH + 1)}
+    proposer, step = _hybrid_without_drafts(make_proposer, monkeypatch, prompts)
+    assert step(30) == [[]] * len(prompts) and proposer.hybrid.follow.pending
+    assert step(31) == [[]] * len(prompts)
+
+
+def test_a_probe_of_no_drafts_does_not_look_for_repeats(make_proposer, monkeypatch):
+    """Where suffix drafts lead and this step only probes "no drafts", there is nothing
+    to bring back."""
+    proposer, step = _hybrid_without_drafts(make_proposer, monkeypatch, {"rep": LOOP * 4})
+    _gate_preferring(proposer, fastest=1)
+    monkeypatch.setattr(proposer.gate, "choose", lambda *a: 2)  # this step: the probe
+
+    def must_not_look(*a):
+        raise AssertionError("a probe of no drafts asked the trees")
+
+    monkeypatch.setattr(proposer.hybrid, "promise", must_not_look)
+    assert step(30) == [[]]
+
+
+@pytest.mark.parametrize(("promise", "booked"), [(2.0, 1.0), (0.5, 6.0)])
+def test_the_repeat_check_is_booked_to_no_drafts_unless_it_leads_to_drafts(
+    make_proposer, monkeypatch, promise, booked
+):
+    """The check's work is the catch-up the next drafting step would do: left out of
+    the step without drafts when it leads to a probe, and counted as that step's cost
+    when it does not."""
+    from arctic_inference.vllm.spec_dec.draft_gate import batch_bucket
+
+    proposer, step = _hybrid_without_drafts(make_proposer, monkeypatch, {"rep": LOOP * 4})
+    clock = proposer.gate.clock = ManualClock()
+
+    def slow_promise(*args):
+        clock.now += 5.0
+        return promise
+
+    monkeypatch.setattr(proposer.hybrid, "promise", slow_promise)
+    step(30)
+    clock.now += 1.0  # the rest of the step without drafts
+    step(31)
+    assert proposer.gate.rates[(batch_bucket(1), 2)].steps[-1] == (1, pytest.approx(booked))
 
 
 def test_hybrid_under_the_cost_rule_drafts_with_both_where_that_pays(make_proposer, monkeypatch):

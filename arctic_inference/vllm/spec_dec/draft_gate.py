@@ -51,6 +51,16 @@ decoding alone, ``bench/spec/RESULTS.md``, thirteenth session). A choice further
 behind (the speculator on a random-weight model at batch 32, a third of the best's
 rate) keeps its thinned probes: a new batch does not close such a gap.
 
+Within a request the text can change too: a stretch that does not repeat makes "no
+drafts" the best, and when the text repeats again the rates cannot show it until a
+drafting choice is probed. Where someone can tell without drafting (hybrid: the suffix
+trees' own estimate of how many tokens their drafts would get accepted), it says so
+with ``reconsider``: each named choice that drafts more than the best is probed at once
+and measured afresh, whatever its margin. A choice re-probed this way waits
+``evidence_cooldown`` steps before the next such probe, twice as long each time it is
+still not the best, so evidence that keeps being wrong costs a shrinking share of the
+steps (one probe of four steps per 16, 32, ... up to the thinnest probe cycle).
+
 Work a step does for earlier steps is left out of its time (``discount``): a
 hybrid step that drafts after steps without drafts first feeds the suffix trees
 what those steps deferred.
@@ -70,7 +80,7 @@ import collections
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 @dataclasses.dataclass
@@ -128,6 +138,7 @@ class DraftGate:
     probe_backoff: int = 3  # a losing choice is probed every 2**k cycles, k at most this
     backoff_margin: float = 0.1  # losing: a rate more than this share below the best's
     regime_margin: float = 0.25  # re-probed on a new batch: drafting more, this close to the best
+    evidence_cooldown: int = 16  # steps between evidence-led probes; doubles while they lose
     clock: Callable[[], float] = time.perf_counter
     rates: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
     # Per (bucket, choice): its backoff level (how many times in a row it lost when its
@@ -142,6 +153,10 @@ class DraftGate:
     _arrived: dict[int, int] = dataclasses.field(default_factory=dict)
     _fresh: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
     _urgent: collections.deque = dataclasses.field(default_factory=collections.deque)
+    # Per (bucket, choice) re-probed on evidence: how many times in a row (dropped once
+    # it is the best), and the step before which evidence does not re-probe it again.
+    _evidence_level: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
+    _evidence_after: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
     _step: int = 0
     _last: _Decision | None = None
 
@@ -157,6 +172,8 @@ class DraftGate:
             raise ValueError("probe_backoff must be at least 0 and backoff_margin in [0, 1)")
         if not 0 <= self.regime_margin < 1:
             raise ValueError("regime_margin must be in [0, 1)")
+        if self.evidence_cooldown < 1:
+            raise ValueError("evidence_cooldown must be at least 1 step")
 
     def choose(self, tokens_sampled: int, batch_size: int, arrivals: int = 0) -> int:
         """This step's choice, given the tokens the batch sampled in the step that the
@@ -179,6 +196,7 @@ class DraftGate:
         cycle, phase = divmod(self._step, self.probe_every)
         if self.backoff.pop((bucket, best), 0):  # the best is probed fully once it loses
             del self._next_probe[(bucket, best)]
+        self._evidence_level.pop((bucket, best), None)
         choice = best
         if phase >= probes_from:
             slot, offset = divmod(phase - probes_from, self.probe_steps)
@@ -220,14 +238,43 @@ class DraftGate:
             return
         self._arrived[bucket] = 0
         best = self.best(bucket)
+        close = []
         for choice in range(best):
             share = self._share_of_best(bucket, choice, best)
             if share is not None and share >= 1 - self.regime_margin:
-                key = (bucket, choice)
-                self._fresh[key] = StepRate(self.window)
-                self.backoff.pop(key, None)
-                self._next_probe.pop(key, None)
-                self._urgent.extend([key] * self.probe_steps)
+                close.append(choice)
+        self._probe_afresh(bucket, close)
+
+    def reconsider(self, batch_size: int, choices: Iterable[int]) -> bool:
+        """Evidence the rates cannot show yet that ``choices`` may pay now: each one
+        drafting more than the best is probed at once and measured afresh, whatever its
+        margin, unless its evidence cooldown runs (see the module doc). Returns whether
+        any probe was queued."""
+        bucket = batch_bucket(batch_size)
+        best = self.best(bucket)
+        wanted = []
+        for choice in sorted(set(choices)):
+            key = (bucket, choice)
+            cooling = self._step < self._evidence_after.get(key, 0)
+            if choice >= best or key in self._fresh or cooling:
+                continue
+            level = min(self._evidence_level.get(key, -1) + 1, 16)  # 16: past the cap below
+            self._evidence_level[key] = level
+            thinnest = self.probe_every << self.probe_backoff
+            self._evidence_after[key] = self._step + min(self.evidence_cooldown << level, thinnest)
+            wanted.append(choice)
+        self._probe_afresh(bucket, wanted)
+        return bool(wanted)
+
+    def _probe_afresh(self, bucket: int, choices: Iterable[int]) -> None:
+        """Probe ``choices`` at once, ``probe_steps`` each, and take their rates anew
+        from those steps (the old rates stay until the new ones are measured)."""
+        for choice in choices:
+            key = (bucket, choice)
+            self._fresh[key] = StepRate(self.window)
+            self.backoff.pop(key, None)
+            self._next_probe.pop(key, None)
+            self._urgent.extend([key] * self.probe_steps)
 
     def discount(self, seconds: float) -> None:
         """Leave ``seconds`` of the step under way out of its choice's time: work that

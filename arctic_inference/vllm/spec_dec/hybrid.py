@@ -87,6 +87,11 @@ class HybridDrafter:
 
     def _suffix_draft(self, input_batch: Any, i: int, sampled: list[int], max_tokens: int):
         follow_request(self.cache, input_batch, i, sampled)
+        return self._speculate(input_batch, i, max_tokens)
+
+    def _speculate(self, input_batch: Any, i: int, max_tokens: int):
+        """The suffix draft for batch row ``i`` from the trees as they are (None at the
+        context limit)."""
         n = int(input_batch.num_tokens_no_spec[i])
         room = min(max_tokens, self.max_model_len - n - 1)
         if room < 1:
@@ -149,6 +154,23 @@ class HybridDrafter:
             )
         self._forget(stop_departed(self.cache, input_batch))
         return out
+
+    def promise(self, input_batch: Any, num_requests: int, max_tokens: int) -> float:
+        """What suffix drafts would get accepted now, in tokens per request: the mean
+        score of the drafts the first ``num_requests`` rows would get (0 for a row
+        without one; rows the trees have not seen, nothing sampled yet, are left out).
+
+        For a step without drafts, after ``combine`` deferred its tokens: it brings the
+        trees up to date first, the work the next drafting step would otherwise do.
+        """
+        self.catch_up(input_batch)
+        active = self.cache.active_requests
+        scores = []
+        for i in range(num_requests):
+            if input_batch.req_ids[i] in active:
+                draft = self._speculate(input_batch, i, max_tokens)
+                scores.append(float(draft.score) if draft is not None else 0.0)
+        return sum(scores) / len(scores) if scores else 0.0
 
     def catch_up(self, input_batch: Any) -> None:
         """Hand the trees the tokens of the steps that deferred them (``DeferredFollow``).

@@ -19,7 +19,9 @@ step and the hidden states of the rows that sampled them. Per request:
   suffix decoding alone, and no drafts;
 * in hybrid mode the suffix cache drafts first, each request takes the draft
   that promises more accepted tokens, and the speculator runs only for the
-  requests that take its draft (:mod:`.hybrid`).
+  requests that take its draft (:mod:`.hybrid`); while the rule holds every
+  draft back at a small batch, the suffix trees are asked each step whether
+  the text repeats again (:meth:`ArcticProposer._look_for_repeats`).
 
 Drafts are lists of token ids (lengths vary per request), the form the runner
 hands to the scheduler for suffix decoding too.
@@ -37,7 +39,7 @@ import numpy as np
 import torch
 from vllm.logger import init_logger
 
-from arctic_inference.vllm.spec_dec.draft_gate import DraftGate
+from arctic_inference.vllm.spec_dec.draft_gate import DraftGate, batch_bucket
 from arctic_inference.vllm.spec_dec.graphs import GraphedProposals, graphs_wanted
 from arctic_inference.vllm.spec_dec.spec_config import (
     arctic_draft_tokens,
@@ -47,6 +49,18 @@ from arctic_inference.vllm.spec_dec.spec_config import (
 )
 
 logger = init_logger(f"vllm.{__name__}")
+
+# Hybrid's cost-rule choices: the speculator with suffix drafts, suffix drafts alone, none.
+SUFFIX_ALONE = 1
+# A suffix draft promising this many accepted tokens per request at least doubles what a
+# step without drafts yields; one at a time on copy-llama a suffix step cost about x1.5 of
+# a plain one (2.0 against 1.3 ms, bench/spec/RESULTS.md, fourteenth session), so such a
+# promise pays with room for the estimate's error.
+REPEAT_PROMISE = 1.0
+# Batches up to this size are checked for repeating text on steps without drafts. Above
+# it, keeping the trees fed every step costs a step more host time (bench/spec/
+# follow_cost.py), and requests come and go often enough for the new-batch rule.
+REPEAT_CHECK_MAX_BATCH = 4
 
 
 def last_sampled_rows(
@@ -282,7 +296,7 @@ class ArcticProposer:
         drafting = not capped and not undrafted  # the rule may hold suffix drafts back too
         if drafting and self.gate is not None:
             self._catch_up_unbooked(input_batch)
-        return self.hybrid.combine(
+        drafts = self.hybrid.combine(
             input_batch,
             sampled_token_ids,
             num_draft,
@@ -291,6 +305,39 @@ class ArcticProposer:
             self.num_speculative_tokens,
             drafting=drafting,
         )
+        if undrafted and not capped:
+            self._look_for_repeats(input_batch, len(sampled_token_ids))
+        return drafts
+
+    def _look_for_repeats(self, input_batch: Any, batch: int) -> None:
+        """A hybrid step the rule kept without drafts because "no drafts" is the best:
+        at a small batch, ask the suffix trees whether the text repeats again, and if
+        their drafts promise ``REPEAT_PROMISE`` accepted tokens per request, have the rule
+        re-probe suffix drafts at once (``DraftGate.reconsider``).
+
+        The rates alone show the change only at the next probe of suffix drafts, which
+        the rule thins while they lose: one at a time on copy-llama, hybrid drafted
+        nothing on a median 21 % of its steps where suffix decoding alone drafted on all,
+        and ran x0.89 of it (``bench/spec/RESULTS.md``, fourteenth session). The trees'
+        upkeep this needs is the catch-up the next drafting step would do; where it
+        leads to a probe, its time is left out of this step's.
+        """
+        gate, hybrid = self.gate, self.hybrid
+        assert gate is not None and hybrid is not None
+        if batch > REPEAT_CHECK_MAX_BATCH or not self._chooses_for_the_group:
+            return
+        if not gate.drafts_nothing(gate.best(batch_bucket(batch))):
+            return  # a probe of no drafts: the suffix choice leads already
+        start = gate.clock()
+        promise = hybrid.promise(input_batch, batch, self.num_speculative_tokens)
+        if promise >= REPEAT_PROMISE and gate.reconsider(batch, [SUFFIX_ALONE]):
+            gate.discount(gate.clock() - start)
+
+    @property
+    def _chooses_for_the_group(self) -> bool:
+        """Whether this rank's gate makes the choices (rank 0 under tensor parallelism)."""
+        group = self.tp_group
+        return group is None or group.rank_in_group == 0
 
     def _catch_up_unbooked(self, input_batch: Any) -> None:
         """Feed the suffix trees what the steps without drafts deferred, and leave that
