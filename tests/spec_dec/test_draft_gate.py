@@ -478,6 +478,21 @@ def test_evidence_leaves_the_best_and_the_choices_drafting_less_alone():
     assert gate.choose(1, 1) == 1
 
 
+def test_evidence_waits_for_a_probe_already_under_way():
+    """A new request's probe is measuring suffix drafts afresh: evidence adds nothing,
+    and must not restart that measurement or queue a second probe."""
+    clock = ManualClock()
+    gate = DraftGate(choices=3, clock=clock)
+    _settled_rates(gate, batch_bucket(1), [0.8, 0.9, 1.0])
+    seconds = (1.25, 1.1, 1.0)  # one token a step: the settled rates hold
+    choices = [gate.choose(1, 1, arrivals=1)]  # the new request's probes begin
+    assert gate.reconsidering(1, [1]) == [] and not gate.reconsider(1, [1])
+    for _ in range(8):
+        clock.now += seconds[choices[-1]]
+        choices.append(gate.choose(1, 1))
+    assert choices == [0] * 4 + [1] * 4 + [2]  # one probe each, then no drafts leads
+
+
 def test_evidence_that_keeps_being_wrong_waits_twice_as_long_each_time():
     clock = ManualClock()
     gate = DraftGate(choices=3, evidence_cooldown=4, clock=clock)

@@ -245,24 +245,33 @@ class DraftGate:
                 close.append(choice)
         self._probe_afresh(bucket, close)
 
+    def reconsidering(self, batch_size: int, choices: Iterable[int]) -> list[int]:
+        """Those of ``choices`` that evidence would have probed now: drafting more than
+        the best, not being measured afresh already, past their evidence cooldown. Lets
+        the caller skip gathering evidence that would change nothing."""
+        bucket = batch_bucket(batch_size)
+        best = self.best(bucket)
+        return [
+            choice
+            for choice in sorted(set(choices))
+            if choice < best
+            and (bucket, choice) not in self._fresh
+            and self._step >= self._evidence_after.get((bucket, choice), 0)
+        ]
+
     def reconsider(self, batch_size: int, choices: Iterable[int]) -> bool:
         """Evidence the rates cannot show yet that ``choices`` may pay now: each one
         drafting more than the best is probed at once and measured afresh, whatever its
         margin, unless its evidence cooldown runs (see the module doc). Returns whether
         any probe was queued."""
         bucket = batch_bucket(batch_size)
-        best = self.best(bucket)
-        wanted = []
-        for choice in sorted(set(choices)):
+        wanted = self.reconsidering(batch_size, choices)
+        thinnest = self.probe_every << self.probe_backoff
+        for choice in wanted:
             key = (bucket, choice)
-            cooling = self._step < self._evidence_after.get(key, 0)
-            if choice >= best or key in self._fresh or cooling:
-                continue
             level = min(self._evidence_level.get(key, -1) + 1, 16)  # 16: past the cap below
             self._evidence_level[key] = level
-            thinnest = self.probe_every << self.probe_backoff
             self._evidence_after[key] = self._step + min(self.evidence_cooldown << level, thinnest)
-            wanted.append(choice)
         self._probe_afresh(bucket, wanted)
         return bool(wanted)
 

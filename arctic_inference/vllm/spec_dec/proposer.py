@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from vllm.logger import init_logger
 
-from arctic_inference.vllm.spec_dec.draft_gate import DraftGate, batch_bucket
+from arctic_inference.vllm.spec_dec.draft_gate import DraftGate
 from arctic_inference.vllm.spec_dec.graphs import GraphedProposals, graphs_wanted
 from arctic_inference.vllm.spec_dec.spec_config import (
     arctic_draft_tokens,
@@ -240,7 +240,7 @@ class ArcticProposer:
         else:
             # Every rank runs the sharded speculator's collectives, so all must make the
             # same choice; their clocks differ, so rank 0's gate chooses for the group.
-            mine = self.gate.choose(tokens, batch, arrivals) if group.rank_in_group == 0 else 0
+            mine = self.gate.choose(tokens, batch, arrivals) if self._chooses_for_the_group else 0
             choice = shared_choice(mine, group, self.device)
         if choice > 0:
             self.timing["withheld"] += 1
@@ -326,11 +326,13 @@ class ArcticProposer:
         assert gate is not None and hybrid is not None
         if batch > REPEAT_CHECK_MAX_BATCH or not self._chooses_for_the_group:
             return
-        if not gate.drafts_nothing(gate.best(batch_bucket(batch))):
-            return  # a probe of no drafts: the suffix choice leads already
+        # Nothing to ask where suffix drafts lead already (this step probed no drafts),
+        # or are being measured, or evidence of late proved wrong.
+        if not gate.reconsidering(batch, [SUFFIX_ALONE]):
+            return
         start = gate.clock()
-        promise = hybrid.promise(input_batch, batch, self.num_speculative_tokens)
-        if promise >= REPEAT_PROMISE and gate.reconsider(batch, [SUFFIX_ALONE]):
+        if hybrid.promise(input_batch, batch, self.num_speculative_tokens) >= REPEAT_PROMISE:
+            gate.reconsider(batch, [SUFFIX_ALONE])
             gate.discount(gate.clock() - start)
 
     @property
