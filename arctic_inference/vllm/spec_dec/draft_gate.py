@@ -153,9 +153,10 @@ class DraftGate:
     _arrived: dict[int, int] = dataclasses.field(default_factory=dict)
     _fresh: dict[tuple[int, int], StepRate] = dataclasses.field(default_factory=dict)
     _urgent: collections.deque = dataclasses.field(default_factory=collections.deque)
-    # Per (bucket, choice) re-probed on evidence: how many times in a row (dropped once
-    # it is the best), and the step before which evidence does not re-probe it again.
-    _evidence_level: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
+    # Per (bucket, choice) re-probed on evidence: the cooldown its next evidence-led probe
+    # sets (doubling; dropped once it is the best), and the step before which evidence
+    # does not re-probe it again.
+    _evidence_wait: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
     _evidence_after: dict[tuple[int, int], int] = dataclasses.field(default_factory=dict)
     _step: int = 0
     _last: _Decision | None = None
@@ -196,7 +197,7 @@ class DraftGate:
         cycle, phase = divmod(self._step, self.probe_every)
         if self.backoff.pop((bucket, best), 0):  # the best is probed fully once it loses
             del self._next_probe[(bucket, best)]
-        self._evidence_level.pop((bucket, best), None)
+        self._evidence_wait.pop((bucket, best), None)
         choice = best
         if phase >= probes_from:
             slot, offset = divmod(phase - probes_from, self.probe_steps)
@@ -269,9 +270,9 @@ class DraftGate:
         thinnest = self.probe_every << self.probe_backoff
         for choice in wanted:
             key = (bucket, choice)
-            level = min(self._evidence_level.get(key, -1) + 1, 16)  # 16: past the cap below
-            self._evidence_level[key] = level
-            self._evidence_after[key] = self._step + min(self.evidence_cooldown << level, thinnest)
+            wait = min(self._evidence_wait.get(key, self.evidence_cooldown), thinnest)
+            self._evidence_after[key] = self._step + wait
+            self._evidence_wait[key] = 2 * wait
         self._probe_afresh(bucket, wanted)
         return bool(wanted)
 
