@@ -417,6 +417,26 @@ def test_hybrid_without_drafts_stays_so_where_nothing_repeats(make_proposer, mon
     assert proposer.timing["undrafted"] == 3
 
 
+def test_a_token_seen_once_before_is_not_taken_for_repeating_text(make_proposer, monkeypatch):
+    """After ``90`` recurs, the trees draft ``91`` (what followed it once) and score it
+    1.0; on text that does not repeat that happens on about half of all steps
+    (bench/spec/repeat_check_cost.py), so one such token must not bring drafts back."""
+    proposer, step = _hybrid_without_drafts(make_proposer, monkeypatch, {"new": [90, 91, 92]})
+    promised = []
+    real_promise = proposer.hybrid.promise
+
+    def recorded(*args):
+        promised.append(real_promise(*args))
+        return promised[-1]
+
+    monkeypatch.setattr(proposer.hybrid, "promise", recorded)
+    assert step(93) == [[]]
+    assert step(90) == [[]]  # the context ends in 90: the trees draft 91, score 1.0
+    assert step(94) == [[]]  # still no drafts: not re-probed on that evidence
+    assert promised == [0.0, pytest.approx(1.0), 0.0]
+    assert proposer.timing["undrafted"] == 3
+
+
 def test_a_large_batch_without_drafts_is_not_checked_for_repeats(make_proposer, monkeypatch):
     """Above REPEAT_CHECK_MAX_BATCH the trees keep deferring their work (it costs a large
     batch twice the host time) and the rule waits for its probes or a new batch."""

@@ -56,26 +56,57 @@ class AcceptanceEstimate:
         self.expected += w * (accepted - self.expected)
 
 
+@dataclasses.dataclass(frozen=True)
+class SuffixSettings:
+    """The suffix-decoding fields of vLLM's ``SpeculativeConfig`` that hybrid drafting reads."""
+
+    max_tree_depth: int
+    max_cached_requests: int
+    max_spec_factor: float
+    min_token_prob: float
+
+    @classmethod
+    def of(cls, speculative_config: Any) -> SuffixSettings:
+        cfg = speculative_config
+        return cls(
+            max_tree_depth=cfg.suffix_decoding_max_tree_depth,
+            max_cached_requests=cfg.suffix_decoding_max_cached_requests,
+            max_spec_factor=cfg.suffix_decoding_max_spec_factor,
+            min_token_prob=cfg.suffix_decoding_min_token_prob,
+        )
+
+
 class HybridDrafter:
     """Keeps the suffix cache in step with the batch and combines its drafts with the speculator's."""
 
-    def __init__(self, speculative_config: Any, max_model_len: int) -> None:
+    def __init__(
+        self, suffix: SuffixSettings, arctic_draft_tokens: int, max_model_len: int
+    ) -> None:
         from arctic_inference.suffix_decoding import SuffixDecodingCache
-        from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens
 
-        cfg = speculative_config
         self.cache = SuffixDecodingCache(
-            max_tree_depth=cfg.suffix_decoding_max_tree_depth,
-            max_cached_requests=cfg.suffix_decoding_max_cached_requests,
+            max_tree_depth=suffix.max_tree_depth,
+            max_cached_requests=suffix.max_cached_requests,
         )
         self.follow = DeferredFollow(self.cache)  # tokens of steps over the batch cap
-        self.max_tree_depth = cfg.suffix_decoding_max_tree_depth
-        self.max_spec_factor = cfg.suffix_decoding_max_spec_factor
-        self.min_token_prob = cfg.suffix_decoding_min_token_prob
+        self.max_tree_depth = suffix.max_tree_depth
+        self.max_spec_factor = suffix.max_spec_factor
+        self.min_token_prob = suffix.min_token_prob
         self.max_model_len = max_model_len
-        self.arctic = AcceptanceEstimate(expected=float(arctic_draft_tokens(cfg)))
+        self.arctic = AcceptanceEstimate(expected=float(arctic_draft_tokens))
         self.last_source: dict[str, Source] = {}
         self.chosen = {"suffix": 0, "arctic": 0, "none": 0}
+
+    @classmethod
+    def from_config(cls, speculative_config: Any, max_model_len: int) -> HybridDrafter:
+        """The drafter for an engine's speculative config (method "arctic", suffix on)."""
+        from arctic_inference.vllm.spec_dec.spec_config import arctic_draft_tokens
+
+        return cls(
+            SuffixSettings.of(speculative_config),
+            arctic_draft_tokens(speculative_config),
+            max_model_len,
+        )
 
     def _observe(self, req_ids: Sequence[str], sampled, num_draft: Sequence[int] | None) -> None:
         """Learn from last step: tokens accepted from each request's speculator draft."""

@@ -52,11 +52,14 @@ logger = init_logger(f"vllm.{__name__}")
 
 # Hybrid's cost-rule choices: the speculator with suffix drafts, suffix drafts alone, none.
 SUFFIX_ALONE = 1
-# A suffix draft promising this many accepted tokens per request at least doubles what a
-# step without drafts yields; one at a time on copy-llama a suffix step cost about x1.5 of
-# a plain one (2.0 against 1.3 ms, bench/spec/RESULTS.md, fourteenth session), so such a
-# promise pays with room for the estimate's error.
-REPEAT_PROMISE = 1.0
+# A suffix draft promising this many accepted tokens per request triples what a step
+# without drafts yields; one at a time on copy-llama a suffix step cost about x1.5 of a
+# plain one (2.0 against 1.3 ms, bench/spec/RESULTS.md, fourteenth session). One token is
+# not evidence: a context whose last token occurred once before gets a one-token draft
+# scored 1.0 (one observation, one continuation), which on text that does not repeat is
+# about half of all steps (bench/spec/repeat_check_cost.py); two such tokens in a row are
+# rare there, and copied text promises the whole match within a few tokens.
+REPEAT_PROMISE = 2.0
 # Batches up to this size are checked for repeating text on steps without drafts. Above
 # it, keeping the trees fed every step costs a step more host time (bench/spec/
 # follow_cost.py), and requests come and go often enough for the new-batch rule.
@@ -146,7 +149,7 @@ class ArcticProposer:
         if is_hybrid(self.speculative_config):
             from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter
 
-            self.hybrid = HybridDrafter(self.speculative_config, self.max_model_len)
+            self.hybrid = HybridDrafter.from_config(self.speculative_config, self.max_model_len)
         # Choices: the speculator (and suffix drafts), [suffix drafts alone,] nothing.
         choices = 3 if self.hybrid is not None else 2
         self.gate = DraftGate(choices) if gated_by_cost(self.speculative_config) else None
