@@ -92,7 +92,8 @@ def test_a_step_longer_than_the_call_waits_for_a_larger_budget(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["next.plan", "sp2.plan", "hybrid-check.plan", "regime-check.plan"]
+    "name",
+    ["next.plan", "sp2.plan", "hybrid-check.plan", "regime-check.plan", "evidence-check.plan"],
 )
 def test_the_session_plans_parse_and_fit_a_call(name: str):
     """Every step of a committed plan has a name, an estimate under one call, a command."""
@@ -114,6 +115,7 @@ PLAN_HOST_CORES = {
     "sp2.plan": 32,
     "hybrid-check.plan": 16,
     "regime-check.plan": 16,
+    "evidence-check.plan": 16,
 }
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
