@@ -56,9 +56,9 @@ SUFFIX_ALONE = 1
 # without drafts yields; one at a time on copy-llama a suffix step cost about x1.5 of a
 # plain one (2.0 against 1.3 ms, bench/spec/RESULTS.md, fourteenth session). One token is
 # not evidence: a context whose last token occurred once before gets a one-token draft
-# scored 1.0 (one observation, one continuation), which on text that does not repeat is
-# about half of all steps (bench/spec/repeat_check_cost.py); two such tokens in a row are
-# rare there, and copied text promises the whole match within a few tokens.
+# scored 1.0 (one observation, one continuation), which happened on 41.5 % of the steps
+# of text that does not repeat (bench/spec/repeat_check_cost.py), two promised tokens on
+# 3 %; copied text promises the whole match within a few tokens.
 REPEAT_PROMISE = 2.0
 # Batches up to this size are checked for repeating text on steps without drafts. Above
 # it, keeping the trees fed every step costs a step more host time (bench/spec/
