@@ -65,10 +65,14 @@ class Batch:
         )
         self.age[row] = 0
 
-    def step(self, lifetime: int) -> list[list[int]]:
-        """Replace the requests that finished, then sample one token for every row."""
+    def replace_finished(self, lifetime: int) -> None:
+        """Admit a new request in place of each that has generated ``lifetime`` tokens."""
         for row in np.flatnonzero(self.age >= lifetime):
             self._admit(int(row))
+
+    def step(self, lifetime: int) -> list[list[int]]:
+        """Replace the requests that finished, then sample one token for every row."""
+        self.replace_finished(lifetime)
         tokens = self.rng.integers(0, self.vocab, len(self.req_ids))
         self.age += 1
         return [[int(t)] for t in tokens]
@@ -107,6 +111,10 @@ def deferred_phase(batch: Batch, cache, seconds: float, lifetime: int) -> tuple[
 PHASES = {"eager": eager_phase, "deferred": deferred_phase}
 
 
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -130,9 +138,6 @@ def main(argv: list[str] | None = None) -> int:
             per_step[name].append(this_rep[name])
             print(f"rep {rep} {name}: {this_rep[name]:.1f} us/step over {steps} steps", flush=True)
         ratios.append(this_rep["eager"] / this_rep["deferred"])
-
-    def summary(values: list[float]) -> dict[str, float]:
-        return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
     report = {
         "settings": vars(args) | {"json": str(args.json) if args.json else None},

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from follow_cost import Batch
+from follow_cost import Batch, summary
 
 from arctic_inference.vllm.spec_dec.hybrid import HybridDrafter, SuffixSettings
 from arctic_inference.vllm.spec_dec.proposer import REPEAT_PROMISE
@@ -68,8 +68,7 @@ class TextBatch(Batch):
         self.copy_from[row] = self.rng.integers(0, self.prompt_len - self.lifetime + 1)
 
     def step(self, lifetime: int) -> list[list[int]]:
-        for row in np.flatnonzero(self.age >= lifetime):
-            self._admit(int(row))
+        self.replace_finished(lifetime)
         sampled = []
         for row in range(len(self.req_ids)):
             if self.copies:
@@ -117,10 +116,6 @@ def phase(way: str, batch: TextBatch, steps: int) -> tuple[float, float]:
         spent += time.perf_counter() - t0
         promising += promised >= REPEAT_PROMISE
     return spent, promising / steps
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def main(argv: list[str] | None = None) -> int:
